@@ -1,0 +1,116 @@
+"""Parallel layouts: short names such as ``tp8``, ``tp2-pp2``, ``ep8``, ``tp4-ep2``, ``tp4-dp2``,
+``tp8-off0.25``.
+
+A name is ``-``-separated parts, each a degree ``tp<N>``, ``pp<N>``, ``ep<N>``, ``dp<N>`` (tensor,
+pipeline, expert, data parallel; default 1) or an offload fraction ``off<f>`` / ``offload<f>`` with
+0 <= f < 1 (fraction of the weights held in the host tier; default 0). ``tp1`` is the single-device
+layout. One replica spans ``tp x pp x ep`` devices; ``dp`` replicas make ``devices = tp x pp x ep x dp``.
+
+Meaning in the model (see ``docs/model.md``): attention and dense layers are tensor-split ``tp``
+ways inside each of ``ep`` attention groups, each group serving ``batch / ep`` sequences; routed
+experts are split ``ep`` ways (and each expert ``tp`` ways); layers are split into ``pp`` stages.
+Whether a layout suits a *model* (``tp`` divides the attention heads, ``ep`` divides the experts,
+``ep > 1`` needs a MoE model, ``pp`` at most the layers) is checked per (model, layout) pair: a
+mismatch makes those grid points infeasible, not an error, unless it fits no model of the grid.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from grids.errors import SpecError
+
+_PART = re.compile(r"^(?P<key>tp|pp|ep|dp|offload|off)(?P<val>\d+(?:\.\d*)?|\.\d+)$")
+MAX_DEGREE = 65536
+
+
+@dataclass(frozen=True)
+class Layout:
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    dp: int = 1
+    offload: float = 0.0
+
+    @property
+    def devices_per_replica(self) -> int:
+        return self.tp * self.pp * self.ep
+
+    @property
+    def devices(self) -> int:
+        return self.devices_per_replica * self.dp
+
+    @property
+    def name(self) -> str:
+        parts = [f"{k}{getattr(self, k)}" for k in ("tp", "pp", "ep", "dp")
+                 if getattr(self, k) != 1 or k == "tp"]
+        if self.offload:
+            parts.append(f"off{self.offload:g}")
+        return "-".join(parts)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"name": self.name, "tp": self.tp, "pp": self.pp, "ep": self.ep, "dp": self.dp,
+                "offload": self.offload, "devices": self.devices}
+
+    def problems_for_model(self, model) -> list[str]:
+        """Why this layout cannot run ``model`` (empty when it can)."""
+        out = []
+        if model.tp_divisor % self.tp:
+            out.append(f"tp{self.tp} does not divide the {model.tp_divisor} attention heads of "
+                       f"{model.id}")
+        if self.ep > 1 and model.n_experts == 0:
+            out.append(f"ep{self.ep} needs a mixture-of-experts model; {model.id} is dense")
+        elif self.ep > 1 and model.n_experts % self.ep:
+            out.append(f"ep{self.ep} does not divide the {model.n_experts} experts of {model.id}")
+        if self.pp > model.n_layers:
+            out.append(f"pp{self.pp} exceeds the {model.n_layers} layers of {model.id}")
+        return out
+
+
+def parse_layout(name: str) -> Layout:
+    """Parse a layout name; raise SpecError saying what is wrong and the accepted form."""
+    text = str(name).strip().lower()
+    if not text:
+        raise SpecError("empty layout name (write e.g. 'tp1', 'tp4-ep2', 'tp8-off0.25')")
+    values: dict[str, float] = {}
+    problems = []
+    for part in text.split("-"):
+        m = _PART.match(part)
+        if not m:
+            problems.append(f"layout {name!r}: cannot read part {part!r} (parts are tp<N>, pp<N>, "
+                            f"ep<N>, dp<N>, off<fraction>, e.g. 'tp4-ep2' or 'tp8-off0.25')")
+            continue
+        key = "offload" if m.group("key") in ("off", "offload") else m.group("key")
+        if key in values:
+            problems.append(f"layout {name!r}: {key} given twice")
+        val = float(m.group("val"))
+        if key == "offload":
+            if not 0.0 <= val < 1.0:
+                problems.append(f"layout {name!r}: offload fraction must be in [0, 1), got {val:g}")
+        elif val != int(val) or not 1 <= val <= MAX_DEGREE:
+            problems.append(f"layout {name!r}: {key} must be a whole number >= 1, got "
+                            f"{m.group('val')}")
+        values[key] = val
+    if problems:
+        raise SpecError(problems)
+    return Layout(tp=int(values.get("tp", 1)), pp=int(values.get("pp", 1)),
+                  ep=int(values.get("ep", 1)), dp=int(values.get("dp", 1)),
+                  offload=float(values.get("offload", 0.0)))
+
+
+def expand_degrees(tp=(1,), pp=(1,), ep=(1,), dp=(1,), offload=(0.0,)) -> list[Layout]:
+    """Cartesian product of degree lists (the spec's list form of ``parallelism``)."""
+    out = []
+    for t in tp:
+        for p in pp:
+            for e in ep:
+                for d in dp:
+                    for o in offload:
+                        out.append(parse_layout(Layout(int(t), int(p), int(e), int(d),
+                                                       float(o)).name))
+    return out
+
+
+CATALOG_LAYOUTS = ("tp1", "tp2", "tp4", "tp8", "tp2-pp2", "tp4-pp2", "pp4", "ep4", "ep8",
+                   "tp4-ep2", "tp2-ep4", "tp4-dp2", "tp1-dp8", "tp8-off0.25", "tp1-off0.5")

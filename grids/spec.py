@@ -1,0 +1,436 @@
+"""Grid specs: which hardware x model x batch x context x output_len x precision x parallelism to sweep.
+
+A spec is a TOML file or the same structure as a dict. Top-level keys are the dims::
+
+    hardware    = ["h100-sxm", "mi300x"]      # catalog ids, TOML paths, or "all"
+    model       = ["llama-3.1-8b", "my/config.json"]
+    batch       = [1, 8, 64]                  # or { from = 1, to = 1024, scale = "log2" }
+    context     = [128, 2048]                 # prompt tokens; same forms as batch
+    output_len  = 256                         # a number (setting) or a list (an extra dim)
+    precision   = ["bf16", "fp8", "w4a16"]
+    parallelism = ["tp1", "tp4-ep2"]          # or { tp = [1, 2, 4], pp = [1], ep = [1], dp = [1], offload = [0] }
+
+    [workload]
+    prefill_chunk = 8192                      # tokens per prefill forward pass
+
+    [efficiency]                              # overrides for every device ...
+    flops_efficiency = 0.6
+    [efficiency.h100-sxm]                     # ... or for one device
+    bandwidth_efficiency = 0.85
+
+    [hypothetical.h100-fast-hbm]              # a derived device; list values are swept
+    base = "h100-sxm"
+    hbm_bandwidth = ["4 TB/s", "8 TB/s", "16 TB/s"]
+
+Every problem in a spec is collected and reported in one :class:`grids.errors.SpecError`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grids import hardware as hwcat
+from grids import models as mdcat
+from grids.errors import SpecError, suggest
+from grids.layouts import Layout, expand_degrees, parse_layout
+from grids.precisions import Precision, parse_precision
+from grids.units import parse_quantity
+
+DIMS = ("hardware", "model", "batch", "context", "output_len", "precision", "parallelism")
+TOP_KEYS = (*DIMS, "workload", "efficiency", "hypothetical", "name", "description")
+WORKLOAD_KEYS = {"prefill_chunk": "count", "output_len": "count"}
+MAX_POINTS_WARNING = 10**10
+
+#: the seeds' landscape (seed 004's fourteen models plus Llama-2-70B of seed 002)
+DEFAULT_MODELS = (
+    "llama-3.1-8b", "ministral-8b", "qwen3-8b", "qwen3-14b", "mistral-small-3.1-24b",
+    "qwen3-32b", "llama-3.3-nemotron-super-49b", "llama-3.3-70b", "qwen2.5-72b", "llama-2-70b",
+    "mixtral-8x7b", "mixtral-8x22b", "llama-4-scout", "qwen3-235b-a22b", "deepseek-r1",
+)
+DEFAULT_SPEC: dict[str, Any] = {
+    "name": "default: the seeds' landscape",
+    "hardware": "all",
+    "model": list(DEFAULT_MODELS),
+    "batch": {"from": 1, "to": 1024, "scale": "log2"},
+    "context": {"from": 128, "to": 131072, "scale": "log2"},
+    "output_len": 256,
+    "precision": ["bf16", "fp8", "w4a16"],
+    "parallelism": ["tp1", "tp2", "tp4", "tp8", "tp4-pp2", "ep4", "ep8", "tp2-ep4",
+                    "tp8-off0.25"],
+    "workload": {"prefill_chunk": 8192},
+}
+
+
+@dataclass
+class GridSpec:
+    """A validated grid: per-dim values as catalog objects, in SI units."""
+
+    hardware: list[hwcat.Device]
+    models: list[mdcat.ModelArch]
+    batch: list[int]
+    context: list[int]
+    output_len: list[int]
+    output_len_is_dim: bool
+    precisions: list[Precision]
+    layouts: list[Layout]
+    prefill_chunk: int = 8192
+    raw: dict[str, Any] = field(default_factory=dict)
+    name: str = ""
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (len(self.hardware), len(self.models), len(self.batch), len(self.context),
+                len(self.output_len), len(self.precisions), len(self.layouts))
+
+    @property
+    def n_points(self) -> int:
+        return math.prod(self.shape)
+
+    def to_toml(self) -> str:
+        """The spec as TOML text (for provenance attributes)."""
+        return dumps_toml(self.raw)
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def load_spec(spec: str | Path | dict[str, Any] | GridSpec | None = None) -> GridSpec:
+    """Build a :class:`GridSpec` from a TOML path, a dict, a GridSpec, or None (default grid)."""
+    if isinstance(spec, GridSpec):
+        return spec
+    if spec is None:
+        return spec_from_dict(DEFAULT_SPEC)
+    if isinstance(spec, dict):
+        return spec_from_dict(spec)
+    path = Path(spec)
+    if not path.exists():
+        raise SpecError(f"grid spec file {str(path)!r} not found (give a TOML path, or no argument "
+                        f"for the built-in default grid)")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: malformed TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not a UTF-8 text file: {exc}") from exc
+    return spec_from_dict(raw, base_dir=path.parent)
+
+
+def _int_axis(value: Any, key: str, problems: list[str], minimum: int = 1) -> list[int]:
+    if isinstance(value, dict):
+        unknown = set(value) - {"from", "to", "scale", "num"}
+        if unknown:
+            problems.append(f"{key}: unknown range keys {sorted(unknown)} (use from, to, scale "
+                            f"= 'log2' | 'linear', num)")
+            return []
+        try:
+            lo, hi = int(value["from"]), int(value["to"])
+        except (KeyError, TypeError, ValueError):
+            problems.append(f"{key}: a range needs whole numbers 'from' and 'to'")
+            return []
+        if lo < minimum or hi < lo:
+            problems.append(f"{key}: range from {lo} to {hi} must satisfy {minimum} <= from <= to")
+            return []
+        scale = value.get("scale", "log2")
+        if scale == "log2":
+            vals, x = [], lo
+            while x <= hi:
+                vals.append(x)
+                x *= 2
+            return vals
+        if scale == "linear":
+            num = int(value.get("num", 10))
+            if num < 1:
+                problems.append(f"{key}: num must be >= 1")
+                return []
+            if num == 1:
+                return [lo]
+            return sorted({round(lo + (hi - lo) * i / (num - 1)) for i in range(num)})
+        problems.append(f"{key}: scale must be 'log2' or 'linear', got {scale!r}")
+        return []
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
+            problems.append(f"{key}: {v!r} is not a whole number of tokens/sequences")
+        elif v < minimum:
+            problems.append(f"{key}: {v!r} must be >= {minimum}")
+        else:
+            out.append(int(v))
+    if not items:
+        problems.append(f"{key}: empty list (give at least one value)")
+    if len(set(out)) != len(out):
+        problems.append(f"{key}: duplicate values {sorted(out)}")
+    return out
+
+
+def _str_list(value: Any, key: str, problems: list[str]) -> list[str]:
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        problems.append(f"{key}: empty list (give at least one value)")
+    out = []
+    for v in items:
+        if isinstance(v, str) and v.strip():
+            out.append(v.strip())
+        else:
+            problems.append(f"{key}: {v!r} is not a name (expected a string)")
+    dups = sorted({x for x in out if out.count(x) > 1})
+    if dups:
+        problems.append(f"{key}: duplicate entries {dups}")
+    return out
+
+
+def spec_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> GridSpec:
+    """Validate a spec dict; every problem is reported at once."""
+    problems: list[str] = []
+    if not isinstance(raw, dict):
+        raise SpecError(f"a grid spec must be a table/dict, got {type(raw).__name__}")
+    for key in raw:
+        if key not in TOP_KEYS:
+            problems.append(f"unknown key {key!r}{suggest(key, TOP_KEYS)}")
+    workload = raw.get("workload", {}) or {}
+    if not isinstance(workload, dict):
+        problems.append("workload: must be a table")
+        workload = {}
+    for key in workload:
+        if key not in WORKLOAD_KEYS:
+            problems.append(f"workload: unknown key {key!r}{suggest(key, WORKLOAD_KEYS)}")
+
+    def resolve(ref: str) -> str:
+        if base_dir is not None and (ref.endswith((".toml", ".json")) or "/" in ref):
+            p = Path(ref)
+            return str(p if p.is_absolute() else base_dir / p)
+        return ref
+
+    # hardware (+ efficiency overrides, + hypothetical devices)
+    eff_over = raw.get("efficiency", {}) or {}
+    devices = _hardware(raw.get("hardware", "all"), eff_over, raw.get("hypothetical", {}) or {},
+                        resolve, problems)
+
+    models: list[mdcat.ModelArch] = []
+    for ref in _str_list(raw.get("model", list(DEFAULT_MODELS)), "model", problems):
+        try:
+            models.append(mdcat.load_model(resolve(ref)))
+        except SpecError as exc:
+            problems.extend(f"model: {p}" for p in exc.problems)
+
+    batch = _int_axis(raw.get("batch", [1]), "batch", problems)
+    context = _int_axis(raw.get("context", [1024]), "context", problems)
+    out_raw = raw.get("output_len", workload.get("output_len", 256))
+    if "output_len" in raw and "output_len" in workload:
+        problems.append("output_len given both at the top level and in [workload]; keep one")
+    output_len = _int_axis(out_raw, "output_len", problems)
+    out_is_dim = isinstance(out_raw, (list, dict))
+
+    precisions: list[Precision] = []
+    for name in _str_list(raw.get("precision", ["bf16"]), "precision", problems):
+        try:
+            precisions.append(parse_precision(name))
+        except SpecError as exc:
+            problems.extend(exc.problems)
+
+    layouts = _layouts(raw.get("parallelism", ["tp1"]), problems)
+    names = [lay.name for lay in layouts]
+    dups = sorted({n for n in names if names.count(n) > 1})
+    if dups:
+        problems.append(f"parallelism: layouts {dups} are given twice (after normalising names)")
+    if models and layouts:
+        for lay in layouts:
+            why = [lay.problems_for_model(m) for m in models]
+            if all(why):
+                problems.append(f"parallelism: layout {lay.name!r} suits none of the models: "
+                                f"{'; '.join(w[0] for w in why)}")
+
+    chunk = workload.get("prefill_chunk", 8192)
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        problems.append(f"workload.prefill_chunk: must be a whole number of tokens >= 1, "
+                        f"got {chunk!r}")
+        chunk = 8192
+    if problems:
+        raise SpecError(problems, "grid spec")
+    spec = GridSpec(devices, models, batch, context, output_len, out_is_dim, precisions, layouts,
+                    int(chunk), raw=dict(raw), name=str(raw.get("name", "")))
+    if spec.n_points > MAX_POINTS_WARNING:
+        raise SpecError(f"grid spec: {spec.n_points:.3g} points is more than "
+                        f"{MAX_POINTS_WARNING:.0e}; split the grid or narrow an axis")
+    return spec
+
+
+def _layouts(value: Any, problems: list[str]) -> list[Layout]:
+    if isinstance(value, dict):
+        unknown = set(value) - {"tp", "pp", "ep", "dp", "offload"}
+        if unknown:
+            problems.append(f"parallelism: unknown degree keys {sorted(unknown)} "
+                            f"(use tp, pp, ep, dp, offload)")
+            return []
+        lists = {}
+        for k in ("tp", "pp", "ep", "dp", "offload"):
+            v = value.get(k, [0.0] if k == "offload" else [1])
+            lists[k] = v if isinstance(v, list) else [v]
+        try:
+            return expand_degrees(**lists)
+        except (SpecError, TypeError, ValueError) as exc:
+            problems.append(f"parallelism: {exc}")
+            return []
+    out = []
+    for name in _str_list(value, "parallelism", problems):
+        try:
+            out.append(parse_layout(name))
+        except SpecError as exc:
+            problems.extend(exc.problems)
+    return out
+
+
+def _hardware(value: Any, eff_over: dict[str, Any], hypo: dict[str, Any], resolve,
+              problems: list[str]) -> list[hwcat.Device]:
+    ids = hwcat.catalog_ids()
+    refs = list(ids) if value == "all" else _str_list(value, "hardware", problems)
+    hypo_ids = set(hypo) if isinstance(hypo, dict) else set()
+    devices: list[hwcat.Device] = []
+    for ref in refs:
+        if ref in hypo_ids:
+            continue  # added below
+        try:
+            devices.append(hwcat.load_device(resolve(ref)))
+        except SpecError as exc:
+            problems.extend(f"hardware: {p}" for p in exc.problems)
+    if not isinstance(hypo, dict):
+        problems.append("hypothetical: must be a table of [hypothetical.<id>] tables")
+        hypo = {}
+    for hid, table in hypo.items():
+        devices.extend(_hypothetical(hid, table, resolve, problems))
+    # efficiency overrides: plain numbers for all devices, or tables per device id
+    if not isinstance(eff_over, dict):
+        problems.append("efficiency: must be a table")
+        return devices
+    global_over = {k: v for k, v in eff_over.items() if not isinstance(v, dict)}
+    per_dev = {k: v for k, v in eff_over.items() if isinstance(v, dict)}
+    known = {d.id for d in devices}
+    for dev_id in per_dev:
+        if dev_id not in known:
+            problems.append(f"efficiency.{dev_id}: no such device in this grid"
+                            f"{suggest(dev_id, known)}")
+    out = []
+    for dev in devices:
+        over = {**global_over, **per_dev.get(dev.id, {})}
+        if not over:
+            out.append(dev)
+            continue
+        values = {}
+        for k, v in over.items():
+            if k not in hwcat.EFFICIENCY_FIELDS:
+                problems.append(f"efficiency: unknown parameter {k!r}"
+                                f"{suggest(k, hwcat.EFFICIENCY_FIELDS)}")
+                continue
+            try:
+                values[f"efficiency.{k}"] = parse_quantity(v, hwcat.EFFICIENCY_FIELDS[k][0],
+                                                           f"efficiency.{k}")
+            except SpecError as exc:
+                problems.extend(exc.problems)
+        try:
+            derived = hwcat.derive_device(dev, dev.id, values, name=dev.name)
+            out.append(derived)
+        except SpecError as exc:
+            problems.extend(exc.problems)
+    return out
+
+
+def _hypothetical(hid: str, table: Any, resolve, problems: list[str]) -> list[hwcat.Device]:
+    where = f"hypothetical.{hid}"
+    if not isinstance(table, dict):
+        problems.append(f"{where}: must be a table with 'base' and fields to override")
+        return []
+    base_ref = table.get("base")
+    if not isinstance(base_ref, str):
+        problems.append(f"{where}: needs base = \"<catalog id>\" (the device it derives from)")
+        return []
+    try:
+        base = hwcat.load_device(resolve(base_ref))
+    except SpecError as exc:
+        problems.extend(f"{where}: {p}" for p in exc.problems)
+        return []
+    fields: dict[str, list[tuple[str, float]]] = {}
+    for key, value in table.items():
+        if key in ("base", "name"):
+            continue
+        if key not in hwcat.OVERRIDE_KEYS:
+            problems.append(f"{where}: unknown field {key!r}{suggest(key, hwcat.OVERRIDE_KEYS)}")
+            continue
+        dim = hwcat.OVERRIDE_KEYS[key][0]
+        items = value if isinstance(value, list) else [value]
+        if not items:
+            problems.append(f"{where}.{key}: empty list")
+            continue
+        parsed = []
+        for v in items:
+            try:
+                q = parse_quantity(v, dim, f"{where}.{key}")
+            except SpecError as exc:
+                problems.extend(exc.problems)
+                continue
+            if dim != "fraction" and not key.startswith("efficiency.") and q <= 0:
+                problems.append(f"{where}.{key}: {v!r} must be > 0")
+                continue
+            parsed.append((str(v), q))
+        fields[key] = parsed
+    if not fields:
+        problems.append(f"{where}: overrides no field (add e.g. hbm_bandwidth = \"8 TB/s\")")
+        return []
+    keys = list(fields)
+    swept = [k for k in keys if len(fields[k]) > 1]
+    out = []
+    for combo in itertools.product(*(fields[k] for k in keys)):
+        label = ",".join(f"{k}={text}" for k, (text, _) in zip(keys, combo) if k in swept)
+        new_id = f"{hid}[{label}]" if label else hid
+        try:
+            out.append(hwcat.derive_device(base, new_id, {k: q for k, (_, q) in zip(keys, combo)},
+                                           name=table.get("name")))
+        except SpecError as exc:
+            problems.extend(exc.problems)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# minimal TOML writer (for provenance; the spec structure is small and regular)
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    return _toml_value(str(v))
+
+
+def _toml_key(k: str) -> str:
+    return k if k.replace("-", "").replace("_", "").isalnum() else _toml_value(k)
+
+
+def dumps_toml(data: dict[str, Any], prefix: str = "") -> str:
+    """Serialise nested dicts of scalars/lists to TOML text."""
+    lines = []
+    tables = []
+    for k, v in data.items():
+        if isinstance(v, dict) and (prefix or k in ("workload", "efficiency", "hypothetical")):
+            tables.append((k, v))
+        else:
+            lines.append(f"{_toml_key(k)} = {_toml_value(v)}")
+    for k, v in tables:
+        name = f"{prefix}.{_toml_key(k)}" if prefix else _toml_key(k)
+        scalars = {a: b for a, b in v.items() if not isinstance(b, dict)}
+        subs = {a: b for a, b in v.items() if isinstance(b, dict)}
+        lines.append(f"\n[{name}]")
+        lines.extend(f"{_toml_key(a)} = {_toml_value(b)}" for a, b in scalars.items())
+        if subs:
+            lines.append(dumps_toml(subs, name))
+    return "\n".join(lines).strip() + "\n"

@@ -1,0 +1,85 @@
+"""Entry points: the Cartesian-grid kernel and the point-list kernel.
+
+Both call :func:`kernels.roofline.evaluate_point`, so the physics is written once. Inputs are the
+packed per-axis tables of :mod:`kernels.params`; outputs are float32 arrays with the metrics on the
+first axis (``params.METRICS`` order).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernels.accelerate import parallel_jit, prange
+from kernels.params import METRICS
+from kernels.roofline import evaluate_point
+
+N_METRICS = len(METRICS)
+
+
+@parallel_jit
+def _grid_kernel(hw, md, peak, batch, context, output_len, pr, ly, prefill_chunk, out):
+    n_h = hw.shape[0]
+    n_m = md.shape[0]
+    n_b = batch.shape[0]
+    n_s = context.shape[0]
+    n_o = output_len.shape[0]
+    n_p = pr.shape[0]
+    n_l = ly.shape[0]
+    inner = n_s * n_o * n_p * n_l
+    n_outer = n_h * n_m * n_b
+    for outer in prange(n_outer):
+        b = outer % n_b
+        hm = outer // n_b
+        m = hm % n_m
+        h = hm // n_m
+        base = outer * inner
+        j = base
+        for s in range(n_s):
+            for o in range(n_o):
+                for p in range(n_p):
+                    for li in range(n_l):
+                        evaluate_point(hw[h], md[m], peak[h, p], batch[b], context[s],
+                                       output_len[o], pr[p], ly[li], prefill_chunk, out, j)
+                        j += 1
+
+
+@parallel_jit
+def _points_kernel(hw, md, peak, pr, ly, hi, mi, pi, li, batch, context, output_len,
+                   prefill_chunk, out):
+    n = hi.shape[0]
+    for r in prange(n):
+        evaluate_point(hw[hi[r]], md[mi[r]], peak[hi[r], pi[r]], batch[r], context[r],
+                       output_len[r], pr[pi[r]], ly[li[r]], prefill_chunk, out, r)
+
+
+def evaluate_grid(hw, md, peak, batch, context, output_len, pr, ly, prefill_chunk=8192.0,
+                  out=None):
+    """Evaluate the Cartesian grid hardware x model x batch x context x output_len x precision x
+    layout. Returns float32 ``(N_METRICS, H, M, B, S, O, P, L)`` (C order, storage order)."""
+    shape = (hw.shape[0], md.shape[0], batch.shape[0], context.shape[0], output_len.shape[0],
+             pr.shape[0], ly.shape[0])
+    n = int(np.prod(shape))
+    if out is None:
+        out = np.empty((N_METRICS, n), dtype=np.float32)
+    _grid_kernel(np.ascontiguousarray(hw, np.float64), np.ascontiguousarray(md, np.float64),
+                 np.ascontiguousarray(peak, np.float64),
+                 np.ascontiguousarray(batch, np.float64), np.ascontiguousarray(context, np.float64),
+                 np.ascontiguousarray(output_len, np.float64),
+                 np.ascontiguousarray(pr, np.float64), np.ascontiguousarray(ly, np.float64),
+                 float(prefill_chunk), out)
+    return out.reshape((N_METRICS, *shape))
+
+
+def evaluate_points(hw, md, peak, pr, ly, hi, mi, pi, li, batch, context, output_len,
+                    prefill_chunk=8192.0):
+    """Evaluate a list of points given by row indices into the tables and per-row batch, context
+    and output length. Returns float32 ``(N_METRICS, n)``."""
+    n = len(hi)
+    out = np.empty((N_METRICS, n), dtype=np.float32)
+    _points_kernel(np.ascontiguousarray(hw, np.float64), np.ascontiguousarray(md, np.float64),
+                   np.ascontiguousarray(peak, np.float64), np.ascontiguousarray(pr, np.float64),
+                   np.ascontiguousarray(ly, np.float64), np.asarray(hi, np.int64),
+                   np.asarray(mi, np.int64), np.asarray(pi, np.int64), np.asarray(li, np.int64),
+                   np.asarray(batch, np.float64), np.asarray(context, np.float64),
+                   np.asarray(output_len, np.float64), float(prefill_chunk), out)
+    return out

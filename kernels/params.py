@@ -1,0 +1,82 @@
+"""The kernels' array contract: column order of the per-axis parameter tables and of the outputs.
+
+``grids`` and ``sweep`` prepare, per axis, a dict ``{field name: 1-D array}``; :func:`pack` stacks it
+into the 2-D float64 table the kernels read, in the column order below, checking that every field
+is present. All values are in SI base units (bytes, B/s, FLOP/s, s, W) or plain counts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+MAX_TIERS = 3
+
+#: hardware table columns: tiers fastest first; kind 0 = SRAM, 1 = DRAM; unused tiers have 0 capacity
+HW_FIELDS = (
+    "tier0_capacity", "tier0_bandwidth", "tier0_efficiency", "tier0_kind",
+    "tier1_capacity", "tier1_bandwidth", "tier1_efficiency", "tier1_kind",
+    "tier2_capacity", "tier2_bandwidth", "tier2_efficiency", "tier2_kind",
+    "host_capacity", "host_bandwidth", "host_efficiency",   # host tier; capacity 0 = none
+    "link_bandwidth", "link_latency", "domain_size",        # scale-up, per direction [B/s], [s]
+    "scaleout_bandwidth", "scaleout_latency",
+    "tdp", "idle",                                          # [W]
+    "flops_efficiency", "layer_overhead", "jitter", "capacity_fraction",
+)
+
+#: model table columns (parameter and element counts, see grids.models.ModelArch)
+MODEL_FIELDS = (
+    "n_layers", "d_model", "vocab_size",
+    "params_linear",        # read every step at weight precision: attention, dense MLP, shared experts, router, norms
+    "params_head",          # LM head read every step at embedding precision (the embedding when tied)
+    "params_embed_only",    # input embedding stored but not read per step (0 when tied)
+    "params_expert",        # one routed expert in one MoE layer
+    "n_moe_layers", "n_experts", "experts_per_token",
+    "kv_elems_full", "kv_elems_window", "window",
+    "kv_tp_shardable", "n_kv_heads",
+    "attn_flops_full_decode", "attn_flops_window_decode",
+    "attn_flops_full_prefill", "attn_flops_window_prefill",
+    "act_elems", "tp_divisor",
+)
+
+#: precision table columns: bytes per element
+PRECISION_FIELDS = ("weight_bytes", "act_bytes", "kv_bytes", "embed_bytes")
+
+#: layout table columns
+LAYOUT_FIELDS = ("tp", "pp", "ep", "dp", "offload")
+
+#: output metrics, in the order of the kernels' output array's first axis
+METRICS = (
+    "ttft", "tpot", "e2e_latency", "throughput", "total_throughput", "throughput_per_device",
+    "tokens_per_joule", "power", "memory_per_device", "fits", "bound",
+    "arithmetic_intensity", "mfu", "mbu", "latency_cov", "min_devices",
+)
+M = {name: i for i, name in enumerate(METRICS)}
+
+#: values of ``bound`` (which resource limits the decode step); -1 marks an infeasible point
+BOUND_MEANINGS = ("compute", "sram", "dram", "host_link", "interconnect", "overhead")
+BOUND_INFEASIBLE = -1
+
+
+def _index(fields: tuple[str, ...]) -> dict[str, int]:
+    return {name: i for i, name in enumerate(fields)}
+
+
+HW = _index(HW_FIELDS)
+MD = _index(MODEL_FIELDS)
+PR = _index(PRECISION_FIELDS)
+LY = _index(LAYOUT_FIELDS)
+
+
+def pack(columns: dict[str, np.ndarray], fields: tuple[str, ...], what: str) -> np.ndarray:
+    """Stack ``columns`` into a C-contiguous float64 table ``(n, len(fields))``."""
+    missing = [f for f in fields if f not in columns]
+    if missing:
+        raise KeyError(f"{what} table is missing fields {missing}")
+    extra = [f for f in columns if f not in fields]
+    if extra:
+        raise KeyError(f"{what} table has unknown fields {extra}")
+    arrays = [np.asarray(columns[f], dtype=np.float64).reshape(-1) for f in fields]
+    n = {a.shape[0] for a in arrays}
+    if len(n) != 1:
+        raise ValueError(f"{what} table columns differ in length: {sorted(n)}")
+    return np.ascontiguousarray(np.stack(arrays, axis=1))

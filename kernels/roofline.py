@@ -1,0 +1,404 @@
+"""Per-point roofline physics: the one place where the model's equations are written.
+
+Every function here is a numba scalar helper, inlined into both entry points of ``kernels.grid``
+(the Cartesian grid and the point list), so the physics exists once. ``docs/model.md`` states every
+equation with its source; the comments below name the equation numbers used there.
+
+Units: bytes [B], bandwidth [B/s], FLOP/s, time [s], power [W]; counts are plain numbers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from kernels.accelerate import scalar_jit
+from kernels.params import BOUND_INFEASIBLE, HW, LY, MD, PR, M
+
+# column indices as module constants (numba freezes globals at compile time)
+T_CAP = (HW["tier0_capacity"], HW["tier1_capacity"], HW["tier2_capacity"])
+H_T0C, H_T0B, H_T0E, H_T0K = (HW["tier0_capacity"], HW["tier0_bandwidth"],
+                              HW["tier0_efficiency"], HW["tier0_kind"])
+H_T1C, H_T1B, H_T1E, H_T1K = (HW["tier1_capacity"], HW["tier1_bandwidth"],
+                              HW["tier1_efficiency"], HW["tier1_kind"])
+H_T2C, H_T2B, H_T2E, H_T2K = (HW["tier2_capacity"], HW["tier2_bandwidth"],
+                              HW["tier2_efficiency"], HW["tier2_kind"])
+H_HC, H_HB, H_HE = HW["host_capacity"], HW["host_bandwidth"], HW["host_efficiency"]
+H_LBW, H_LLAT, H_DOM = HW["link_bandwidth"], HW["link_latency"], HW["domain_size"]
+H_SBW, H_SLAT = HW["scaleout_bandwidth"], HW["scaleout_latency"]
+H_TDP, H_IDLE = HW["tdp"], HW["idle"]
+H_FEFF, H_OVH, H_JIT, H_CAPF = (HW["flops_efficiency"], HW["layer_overhead"], HW["jitter"],
+                                HW["capacity_fraction"])
+
+M_L, M_D, M_V = MD["n_layers"], MD["d_model"], MD["vocab_size"]
+M_PLIN, M_PHEAD, M_PEMB, M_PEXP = (MD["params_linear"], MD["params_head"],
+                                   MD["params_embed_only"], MD["params_expert"])
+M_NMOE, M_NEXP, M_TOPK = MD["n_moe_layers"], MD["n_experts"], MD["experts_per_token"]
+M_KVF, M_KVW, M_WIN = MD["kv_elems_full"], MD["kv_elems_window"], MD["window"]
+M_KVSH, M_NKV = MD["kv_tp_shardable"], MD["n_kv_heads"]
+M_AFD, M_AWD, M_AFP, M_AWP = (MD["attn_flops_full_decode"], MD["attn_flops_window_decode"],
+                              MD["attn_flops_full_prefill"], MD["attn_flops_window_prefill"])
+M_ACT, M_TPDIV = MD["act_elems"], MD["tp_divisor"]
+
+P_WB, P_AB, P_KVB, P_EB = PR["weight_bytes"], PR["act_bytes"], PR["kv_bytes"], PR["embed_bytes"]
+L_TP, L_PP, L_EP, L_DP, L_OFF = LY["tp"], LY["pp"], LY["ep"], LY["dp"], LY["offload"]
+
+NAN = np.nan
+O_TTFT, O_TPOT, O_E2E, O_THR, O_TTHR, O_THRD = (M["ttft"], M["tpot"], M["e2e_latency"],
+                                                M["throughput"], M["total_throughput"],
+                                                M["throughput_per_device"])
+O_TPJ, O_PWR, O_MEM, O_FITS, O_BOUND = (M["tokens_per_joule"], M["power"],
+                                        M["memory_per_device"], M["fits"], M["bound"])
+O_AI, O_MFU, O_MBU, O_COV, O_MIND = (M["arithmetic_intensity"], M["mfu"], M["mbu"],
+                                     M["latency_cov"], M["min_devices"])
+
+
+@scalar_jit
+def experts_touched_fraction(tokens, k, e):
+    """Expected fraction of E experts touched by ``tokens`` tokens each routed to k of them.
+
+    Uniform routing: an expert is missed by one token with probability (1 - k/E), so the expected
+    number of distinct experts is E (1 - (1 - k/E)^T)  [model.md eq. (7)]. Returns that / E.
+    """
+    if e <= 0.0:
+        return 0.0
+    if k >= e:
+        return 1.0
+    return 1.0 - math.exp(tokens * math.log1p(-k / e))
+
+
+@scalar_jit
+def ep_imbalance(assignments, ep):
+    """Load imbalance under expert parallelism: (E[max load], std[max load]) / mean load.
+
+    ``assignments`` token-to-expert assignments land uniformly on ``ep`` ranks: the loads are
+    multinomial with mean n/ep and sigma = sqrt(n (1/ep)(1 - 1/ep)). The expected maximum of ep such
+    loads is approximated by the Gumbel limit mean + sigma sqrt(2 ln ep), its standard deviation by
+    sigma pi / sqrt(12 ln ep)  [model.md eq. (12)]. The factor is capped at ep (all load on one rank).
+    Returns (factor >= 1, relative std of the maximum).
+    """
+    if ep <= 1.0 or assignments <= 0.0:
+        return 1.0, 0.0
+    mean = assignments / ep
+    sigma = math.sqrt(assignments * (1.0 / ep) * (1.0 - 1.0 / ep))
+    lg = math.log(ep)
+    emax = mean + sigma * math.sqrt(2.0 * lg)
+    factor = min(emax / mean, ep)
+    smax = sigma * math.pi / math.sqrt(12.0 * lg)
+    return factor, smax / (factor * mean)
+
+
+@scalar_jit
+def causal_pairs(s, w):
+    """Number of (query, key) pairs of causal attention over s tokens, window w (0 = none).
+
+    sum_{i=1..s} min(i, w)  [model.md eq. (5)].
+    """
+    if w <= 0.0 or s <= w:
+        return 0.5 * s * (s + 1.0)
+    return 0.5 * w * (w + 1.0) + (s - w) * w
+
+
+@scalar_jit
+def ring_allreduce_time(nbytes, n, bw, lat):
+    """Ring all-reduce of ``nbytes`` over n devices: 2 (n-1)/n bytes/bw + 2 (n-1) lat  [eq. (9)]."""
+    if n <= 1.0:
+        return 0.0
+    return 2.0 * (n - 1.0) / n * nbytes / bw + 2.0 * (n - 1.0) * lat
+
+
+@scalar_jit
+def place(hw, seg0, seg1, seg2, seg3, tr0, tr1, tr2, tr3, host_bytes, host_traffic,
+          allow_spill):
+    """Place four segments fastest tier first and time the reads  [model.md eq. (8)].
+
+    seg0..seg3 are resident bytes (dense weights, expert weights, KV cache, activations) in that
+    order; tr0..tr3 the bytes of each segment read or written in the phase, spread over the tiers in
+    proportion to where the segment lies. Bytes that do not fit the device tiers spill to the host
+    tier when ``allow_spill`` (the layout offloads), else the point does not fit. ``host_bytes`` /
+    ``host_traffic`` are bytes placed in the host tier by the offload fraction.
+
+    Returns (fits, t_sram, t_dram, t_host, time_at_peak) where the t_* are times at achievable
+    bandwidth per tier kind and time_at_peak is sum(bytes / peak bandwidth) (for utilisation).
+    """
+    capf = hw[H_CAPF]
+    free0 = hw[H_T0C] * capf
+    free1 = hw[H_T1C] * capf
+    free2 = hw[H_T2C] * capf
+    t_sram = 0.0
+    t_dram = 0.0
+    t_peak = 0.0
+    spill = 0.0
+    spill_traffic = 0.0
+    for i in range(4):
+        if i == 0:
+            size, traffic = seg0, tr0
+        elif i == 1:
+            size, traffic = seg1, tr1
+        elif i == 2:
+            size, traffic = seg2, tr2
+        else:
+            size, traffic = seg3, tr3
+        if size <= 0.0:
+            continue
+        rate = traffic / size
+        remaining = size
+        for t in range(3):
+            if remaining <= 0.0:
+                break
+            if t == 0:
+                free, bw, eff, kind = free0, hw[H_T0B], hw[H_T0E], hw[H_T0K]
+            elif t == 1:
+                free, bw, eff, kind = free1, hw[H_T1B], hw[H_T1E], hw[H_T1K]
+            else:
+                free, bw, eff, kind = free2, hw[H_T2B], hw[H_T2E], hw[H_T2K]
+            if free <= 0.0:
+                continue
+            put = min(free, remaining)
+            remaining -= put
+            if t == 0:
+                free0 -= put
+            elif t == 1:
+                free1 -= put
+            else:
+                free2 -= put
+            moved = put * rate
+            t_peak += moved / bw
+            if kind < 0.5:
+                t_sram += moved / (bw * eff)
+            else:
+                t_dram += moved / (bw * eff)
+        if remaining > 0.0:
+            spill += remaining
+            spill_traffic += remaining * rate
+    fits = True
+    t_host = 0.0
+    total_host = host_bytes + spill
+    if spill > 0.0 and not allow_spill:
+        fits = False
+    if total_host > 0.0:
+        if hw[H_HC] <= 0.0 or total_host > hw[H_HC]:
+            fits = False
+        else:
+            moved = host_traffic + spill_traffic
+            t_host = moved / (hw[H_HB] * hw[H_HE])
+            t_peak += moved / hw[H_HB]
+    return fits, t_sram, t_dram, t_host, t_peak
+
+
+@scalar_jit
+def evaluate_point(hw, md, peak, batch, context, output_len, pr, ly, prefill_chunk, out, j):
+    """Evaluate every metric of one grid point and store them in ``out[:, j]`` (see params.METRICS).
+
+    hw, md, pr, ly : rows of the hardware, model, precision and layout tables
+    peak : dense peak FLOP/s of this hardware for this precision's compute dtype (0 = none)
+    batch, context, output_len : sequences per replica, prompt tokens, generated tokens per sequence
+    prefill_chunk : tokens per prefill forward pass (activation memory, weight re-reads)
+    """
+    tp = ly[L_TP]
+    pp = ly[L_PP]
+    ep = ly[L_EP]
+    dp = ly[L_DP]
+    off = ly[L_OFF]
+    n_layers = md[M_L]
+    d_model = md[M_D]
+    n_exp = md[M_NEXP]
+    topk = md[M_TOPK]
+    wb = pr[P_WB]
+    ab = pr[P_AB]
+    kvb = pr[P_KVB]
+    eb = pr[P_EB]
+
+    # ---- compatibility of (hardware, model, precision, layout): model.md section 2
+    compatible = peak > 0.0
+    if md[M_TPDIV] % tp != 0.0:
+        compatible = False
+    if ep > 1.0 and (n_exp <= 0.0 or n_exp % ep != 0.0):
+        compatible = False
+    if pp > n_layers:
+        compatible = False
+    if off > 0.0 and hw[H_HC] <= 0.0:
+        compatible = False
+
+    # ---- sizes per replica and per device: eqs. (1)-(4)
+    stage_layers = math.ceil(n_layers / pp)
+    sf = stage_layers / n_layers  # busiest stage's share of the layers
+    moe_stage = md[M_NMOE] * sf
+    w_linear = md[M_PLIN] * wb
+    w_head = md[M_PHEAD] * eb
+    w_embed = md[M_PEMB] * eb
+    w_expert_one = md[M_PEXP] * wb  # one expert, one layer
+    w_experts_all = md[M_NMOE] * n_exp * w_expert_one
+    if pp > 1.0:
+        w_ends = max(w_head, w_embed)
+    else:
+        w_ends = w_head + w_embed
+    dense_dev = (w_linear * sf + w_ends) / tp
+    experts_dev = moe_stage * (n_exp / ep) * w_expert_one / tp
+
+    l_max = context + output_len
+    c_mean = context + 0.5 * output_len  # mean KV length over generation, eq. (6)
+    win = md[M_WIN]
+    kv_seq_cap = md[M_KVF] * l_max + md[M_KVW] * (min(l_max, win) if win > 0.0 else l_max)
+    kv_seq_mean = md[M_KVF] * c_mean + md[M_KVW] * (min(c_mean, win) if win > 0.0 else c_mean)
+    kv_seq_prompt = md[M_KVF] * context + md[M_KVW] * (min(context, win) if win > 0.0 else context)
+    if md[M_KVSH] > 0.5 and md[M_NKV] > 0.0:
+        kv_frac = math.ceil(md[M_NKV] / tp) / md[M_NKV]
+    else:
+        kv_frac = 1.0
+    b_group = batch / ep  # sequences per attention group
+    kv_dev = b_group * kv_seq_cap * kvb * kv_frac * sf
+    act_per_token_layer = md[M_ACT] / n_layers
+    tokens_chunk = min(b_group * context, prefill_chunk)
+    act_dev = (tokens_chunk * act_per_token_layer * ab + b_group * md[M_V] * 4.0) / tp
+    mem_dev = dense_dev + experts_dev + kv_dev + act_dev
+
+    # fewest devices whose on-device tiers hold the replica, eq. (14)
+    total_replica = (w_linear + w_head + w_embed + w_experts_all + batch * kv_seq_cap * kvb
+                     + min(batch * context, prefill_chunk) * act_per_token_layer * ab
+                     + batch * md[M_V] * 4.0)
+    dev_cap = (hw[H_T0C] + hw[H_T1C] + hw[H_T2C]) * hw[H_CAPF]
+    min_dev = math.ceil(total_replica / dev_cap) if dev_cap > 0.0 else NAN
+
+    for k in range(out.shape[0]):
+        out[k, j] = NAN
+    out[O_FITS, j] = 0.0
+    out[O_BOUND, j] = BOUND_INFEASIBLE
+    if not compatible:
+        return
+    out[O_MEM, j] = mem_dev
+    out[O_MIND, j] = min_dev
+
+    # interconnect: scale-up inside the domain, scale-out beyond it (model.md section 5)
+    devs_rep = tp * pp * ep
+    if devs_rep <= hw[H_DOM]:
+        bw = hw[H_LBW]
+        lat = hw[H_LLAT]
+    else:
+        bw = hw[H_SBW]
+        lat = hw[H_SLAT]
+    eff_peak = peak * hw[H_FEFF]
+    ovh = hw[H_OVH]
+    mb = min(batch, pp)  # micro-batches
+    b_micro = batch / mb
+    bg_micro = b_micro / ep
+    rounds = max(mb, pp)
+    on_device = 1.0 - off
+
+    # ---------------- decode step: eqs. (6)-(11)
+    u_dec = experts_touched_fraction(b_micro, topk, n_exp)
+    assign_dec = b_micro * topk
+    imb_dec, imb_std_dec = ep_imbalance(assign_dec, ep)
+    flops_dense = 2.0 * bg_micro * (md[M_PLIN] * sf + md[M_PHEAD]) / tp
+    flops_exp = 2.0 * assign_dec * md[M_PEXP] * moe_stage * imb_dec / (ep * tp)
+    win_c = min(c_mean, win) if win > 0.0 else c_mean
+    flops_attn = bg_micro * (md[M_AFD] * c_mean + md[M_AWD] * win_c) * sf / tp
+    flops_dec = flops_dense + flops_exp + flops_attn
+    t_comp = flops_dec / eff_peak
+
+    kv_read = bg_micro * kv_seq_mean * kvb * kv_frac * sf
+    act_read_dec = 2.0 * bg_micro * md[M_ACT] * sf * ab / tp
+    fits, ts, td, th, tpk = place(
+        hw, dense_dev * on_device, experts_dev * on_device, kv_dev, act_dev,
+        dense_dev * on_device, experts_dev * on_device * u_dec, kv_read, act_read_dec,
+        (dense_dev + experts_dev) * off, (dense_dev + experts_dev * u_dec) * off, off > 0.0)
+    if not fits:
+        return
+    t_mem = ts + td + th
+
+    msg = bg_micro * d_model * ab
+    t_tp = 2.0 * stage_layers * ring_allreduce_time(msg, tp, bw, lat)
+    t_a2a = 0.0
+    if ep > 1.0:
+        a2a_bytes = bg_micro * topk * d_model * ab * (ep - 1.0) / ep * imb_dec / tp
+        t_a2a = 2.0 * moe_stage * (a2a_bytes / bw + (ep - 1.0) * lat)
+    t_comm = t_tp + t_a2a
+    t_hop = msg / bw + lat if pp > 1.0 else 0.0
+    t_ovh = stage_layers * ovh
+    t_stage = max(t_comp, t_mem) + t_comm + t_ovh
+    tpot = rounds * t_stage + (pp - 1.0) * t_hop
+
+    # ---------------- prefill (TTFT): eqs. (4)-(5), same roofline
+    tok_micro = b_micro * context
+    u_pre = experts_touched_fraction(tok_micro, topk, n_exp)
+    assign_pre = tok_micro * topk
+    imb_pre, imb_std_pre = ep_imbalance(assign_pre, ep)
+    n_chunks = math.ceil(bg_micro * context / prefill_chunk)
+    fl_pre = (2.0 * bg_micro * context * md[M_PLIN] * sf + 2.0 * bg_micro * md[M_PHEAD]) / tp
+    fl_pre += 2.0 * assign_pre * md[M_PEXP] * moe_stage * imb_pre / (ep * tp)
+    fl_pre += bg_micro * (md[M_AFP] * causal_pairs(context, 0.0)
+                          + md[M_AWP] * causal_pairs(context, win)) * sf / tp
+    t_comp_pre = fl_pre / eff_peak
+    kv_write = bg_micro * kv_seq_prompt * kvb * kv_frac * sf
+    act_pre = 2.0 * bg_micro * context * md[M_ACT] * sf * ab / tp
+    _, tsp, tdp_, thp, tpk_pre = place(
+        hw, dense_dev * on_device, experts_dev * on_device, kv_dev, act_dev,
+        dense_dev * on_device * n_chunks, experts_dev * on_device * u_pre * n_chunks,
+        kv_write, act_pre,
+        (dense_dev + experts_dev) * off, (dense_dev + experts_dev * u_pre) * off * n_chunks,
+        off > 0.0)
+    t_mem_pre = tsp + tdp_ + thp
+    msg_pre = bg_micro * context * d_model * ab
+    t_comm_pre = 2.0 * stage_layers * ring_allreduce_time(msg_pre, tp, bw, lat)
+    if ep > 1.0:
+        a2a_pre = bg_micro * context * topk * d_model * ab * (ep - 1.0) / ep * imb_pre / tp
+        t_comm_pre += 2.0 * moe_stage * (a2a_pre / bw + (ep - 1.0) * lat)
+    t_hop_pre = msg_pre / bw + lat if pp > 1.0 else 0.0
+    t_stage_pre = max(t_comp_pre, t_mem_pre) + t_comm_pre + stage_layers * ovh * n_chunks
+    ttft = (mb + pp - 1.0) * t_stage_pre + (pp - 1.0) * t_hop_pre
+
+    # ---------------- end to end, throughput, energy: eqs. (13)
+    e2e = ttft + (output_len - 1.0) * tpot
+    devices = devs_rep * dp
+    throughput = dp * batch * output_len / e2e
+    total_tp = dp * batch * (context + output_len) / e2e
+    busy_dec = mb * t_stage / tpot  # fraction of the round a stage is working
+    util_dec = max(flops_dec / (peak * t_stage), tpk / t_stage) * busy_dec
+    busy_pre = mb * t_stage_pre / ttft
+    util_pre = max(fl_pre / (peak * t_stage_pre), tpk_pre / t_stage_pre) * busy_pre
+    p_dec = hw[H_IDLE] + (hw[H_TDP] - hw[H_IDLE]) * min(util_dec, 1.0)
+    p_pre = hw[H_IDLE] + (hw[H_TDP] - hw[H_IDLE]) * min(util_pre, 1.0)
+    energy_dev = p_pre * ttft + p_dec * (output_len - 1.0) * tpot
+    power = devices * energy_dev / e2e
+
+    # binding resource of the decode step
+    t_hops_share = (pp - 1.0) * t_hop / rounds
+    c_all = t_comm + t_hops_share
+    top = max(t_comp, t_mem)
+    if top >= c_all and top >= t_ovh:
+        if t_comp >= t_mem:
+            bound = 0.0
+        elif ts >= td and ts >= th:
+            bound = 1.0
+        elif td >= th:
+            bound = 2.0
+        else:
+            bound = 3.0
+    elif c_all >= t_ovh:
+        bound = 4.0
+    else:
+        bound = 5.0
+
+    # latency variance: device jitter and EP load imbalance, eq. (12)
+    t_imb = t_a2a
+    if t_comp >= t_mem:
+        t_imb += t_comp * flops_exp / flops_dec
+    cov_ep = imb_std_dec * t_imb / t_stage
+    cov = math.sqrt(hw[H_JIT] * hw[H_JIT] + cov_ep * cov_ep)
+
+    out[O_TTFT, j] = ttft
+    out[O_TPOT, j] = tpot
+    out[O_E2E, j] = e2e
+    out[O_THR, j] = throughput
+    out[O_TTHR, j] = total_tp
+    out[O_THRD, j] = throughput / devices
+    out[O_TPJ, j] = throughput / power
+    out[O_PWR, j] = power
+    out[O_FITS, j] = 1.0
+    out[O_BOUND, j] = bound
+    out[O_AI, j] = flops_dec / (dense_dev * on_device + experts_dev * on_device * u_dec + kv_read
+                              + act_read_dec + (dense_dev + experts_dev * u_dec) * off)
+    out[O_MFU, j] = mb * flops_dec / (peak * tpot)
+    out[O_MBU, j] = mb * tpk / tpot
+    out[O_COV, j] = cov

@@ -1,0 +1,248 @@
+"""Atomic, chunked, streamed result files (netCDF4 by default, Zarr as an option).
+
+A result is written under a temporary name in the target directory and renamed onto the target
+only once complete, so a run interrupted at any moment (Ctrl-C, SIGKILL, a crash) leaves either the
+previous file or nothing under the target name. Chunks of the grid are written as they are
+computed, so memory stays near the chunk size whatever the grid size.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from grids.errors import SpecError
+from sweep.variables import VARIABLES
+
+TMP_PREFIX = ".sweep-partial-"
+FORMATS = ("netcdf", "zarr")
+
+
+def infer_format(path: str | Path, fmt: str | None) -> str:
+    if fmt is not None:
+        if fmt not in FORMATS:
+            raise SpecError(f"unknown format {fmt!r}: use one of {FORMATS}")
+        return fmt
+    return "zarr" if str(path).rstrip("/").endswith(".zarr") else "netcdf"
+
+
+def storage_chunks(shape: tuple[int, ...], target: int = 1 << 20) -> tuple[int, ...]:
+    """On-disk chunk shape: whole trailing dims, leading dims cut until ~``target`` elements."""
+    chunks = list(shape)
+    i = 0
+    while int(np.prod(chunks)) > target and i < len(chunks):
+        excess = int(np.prod(chunks)) / target
+        chunks[i] = max(1, int(chunks[i] / excess)) if chunks[i] > 1 else 1
+        if int(np.prod(chunks)) > target:
+            chunks[i] = 1
+        i += 1
+    return tuple(max(1, c) for c in chunks)
+
+
+class _Atomic:
+    """Temporary path in the target's directory, renamed onto the target on success."""
+
+    def __init__(self, target: str | Path, suffix: str) -> None:
+        self.target = Path(target)
+        parent = self.target.parent
+        if not parent.exists():
+            raise SpecError(f"output directory {str(parent)!r} does not exist")
+        self.tmp = parent / f"{TMP_PREFIX}{uuid.uuid4().hex[:12]}{suffix}"
+
+    def commit(self) -> None:
+        if self.tmp.is_dir():
+            if self.target.exists():
+                old = self.target.parent / f"{TMP_PREFIX}old-{uuid.uuid4().hex[:8]}"
+                os.replace(self.target, old)
+                os.replace(self.tmp, self.target)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(self.tmp, self.target)
+        else:
+            if self.target.is_dir():
+                raise SpecError(f"{self.target} is a directory; choose a file name")
+            os.replace(self.tmp, self.target)
+        _fsync_dir(self.target.parent)
+
+    def discard(self) -> None:
+        if self.tmp.is_dir():
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                self.tmp.unlink()
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class ResultWriter:
+    """Stream a grid result into a file chunk by chunk; ``close()`` publishes it atomically.
+
+    ``template`` is a Dataset holding the coordinates and attributes (no metric data); metric
+    chunks are written with :meth:`write` as ``{name: array}`` for an index region of the dims.
+    """
+
+    def __init__(self, path: str | Path, template: xr.Dataset, dims: tuple[str, ...],
+                 fmt: str | None = None) -> None:
+        self.fmt = infer_format(path, fmt)
+        self.dims = dims
+        self.shape = tuple(template.sizes[d] for d in dims)
+        self.chunks = storage_chunks(self.shape)
+        self.atomic = _Atomic(path, ".zarr" if self.fmt == "zarr" else ".nc")
+        self.closed = False
+        if self.fmt == "netcdf":
+            self._open_netcdf(template)
+        else:
+            self._open_zarr(template)
+
+    # ---- netCDF4 via the netCDF4 library (streamed region writes)
+    def _open_netcdf(self, template: xr.Dataset) -> None:
+        import netCDF4
+
+        nc = netCDF4.Dataset(self.atomic.tmp, "w", format="NETCDF4")
+        self._nc = nc
+        for d in self.dims:
+            nc.createDimension(d, template.sizes[d])
+        for name, var in template.coords.items():
+            _nc_put(nc, name, var)
+        for name, meta in VARIABLES.items():
+            enc = meta.encoding(self.chunks)
+            v = nc.createVariable(name, np.int8 if meta.dtype == "int8" else np.float32,
+                                  self.dims, zlib=True, complevel=enc["complevel"],
+                                  shuffle=True, chunksizes=self.chunks,
+                                  fill_value=enc["_FillValue"] if enc["_FillValue"] is not None
+                                  else False)
+            attrs = {k: val for k, val in meta.attrs().items()}
+            attrs["coordinates"] = " ".join(c for c in template.coords if c not in self.dims
+                                            and set(template[c].dims) <= set(self.dims))
+            for k, val in attrs.items():
+                v.setncattr(k, val)
+        for k, val in template.attrs.items():
+            nc.setncattr(k, val)
+
+    # ---- Zarr via xarray (region writes into a store whose metadata is written first)
+    def _open_zarr(self, template: xr.Dataset) -> None:
+        try:
+            import dask.array as da
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise SpecError("Zarr output needs dask and zarr: pip install 'accel-sweep[dask]'"
+                            ) from exc
+        lazy = {}
+        for name, meta in VARIABLES.items():
+            dtype = np.int8 if meta.dtype == "int8" else np.float32
+            arr = da.zeros(self.shape, dtype=dtype, chunks=self.chunks)
+            lazy[name] = xr.Variable(self.dims, arr, meta.attrs())
+        ds = xr.Dataset(lazy, coords=template.coords, attrs=template.attrs)
+        enc = {}
+        for name, meta in VARIABLES.items():
+            fill = np.int8(-1) if name == "bound" else (None if meta.dtype == "int8"
+                                                        else np.float32(np.nan))
+            enc[name] = {"chunks": self.chunks, "_FillValue": fill}
+        ds.to_zarr(self.atomic.tmp, mode="w", compute=False, encoding=enc, consolidated=True,
+                   zarr_format=2)
+        self._zarr_coords = list(ds.coords)
+
+    def write(self, region: tuple[slice, ...], arrays: dict[str, np.ndarray]) -> None:
+        if self.fmt == "netcdf":
+            for name, arr in arrays.items():
+                self._nc.variables[name][region] = arr
+        else:
+            import zarr
+
+            group = zarr.open_group(str(self.atomic.tmp), mode="r+", zarr_format=2)
+            for name, arr in arrays.items():
+                group[name][region] = arr
+
+    def close(self) -> None:
+        """Finish and publish the file under the target name."""
+        if self.closed:
+            return
+        if self.fmt == "netcdf":
+            self._nc.close()
+        self.closed = True
+        self.atomic.commit()
+
+    def abort(self) -> None:
+        """Remove the partial file; the target is left as it was."""
+        if self.fmt == "netcdf" and not self.closed:
+            with contextlib.suppress(Exception):
+                self._nc.close()
+        self.closed = True
+        self.atomic.discard()
+
+
+def _nc_put(nc, name: str, var: xr.Variable | xr.DataArray) -> None:
+    values = np.asarray(var.values)
+    dims = tuple(var.dims)
+    if values.dtype == object or values.dtype.kind in "US":
+        v = nc.createVariable(name, str, dims)
+        if dims:
+            v[:] = np.array([str(x) for x in values.ravel()], dtype=object)
+        else:
+            v.assignValue(str(values))
+    else:
+        v = nc.createVariable(name, values.dtype, dims)
+        if dims:
+            v[:] = values
+        else:
+            v.assignValue(values)
+    for k, val in var.attrs.items():
+        v.setncattr(k, val)
+
+
+def write_dataset(ds: xr.Dataset, path: str | Path, fmt: str | None = None) -> Path:
+    """Write an in-memory result Dataset atomically (same layout as the streamed writer)."""
+    dims = tuple(d for d in ds["ttft"].dims)
+    template = ds.drop_vars(list(VARIABLES))
+    writer = ResultWriter(path, template, dims, fmt)
+    try:
+        writer.write(tuple(slice(None) for _ in dims),
+                     {name: ds[name].values for name in VARIABLES})
+        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    return Path(path)
+
+
+def open_result(path: str | Path, **kwargs) -> xr.Dataset:
+    """Open a result (netCDF or Zarr) with CF flags decoded into ``<name>_meaning`` attributes."""
+    p = Path(path)
+    if not p.exists():
+        raise SpecError(f"result {str(p)!r} not found")
+    try:
+        if p.is_dir() or str(p).endswith(".zarr"):
+            ds = xr.open_zarr(p, **kwargs)
+        else:
+            ds = xr.open_dataset(p, engine="netcdf4", **kwargs)
+    except (OSError, ValueError) as exc:
+        raise SpecError(f"cannot open {str(p)!r} as a sweep result: {exc}") from exc
+    if "bound" in ds:
+        meanings = str(ds["bound"].attrs.get("flag_meanings", "")).split()
+        ds["bound"].attrs["flag_labels"] = {i: m for i, m in enumerate(meanings)}
+    return ds
+
+
+def bound_labels(ds: xr.Dataset) -> xr.DataArray:
+    """``bound`` as strings (``'infeasible'`` where the point does not fit)."""
+    meanings = str(ds["bound"].attrs.get("flag_meanings", "")).split()
+    lut = np.array([*meanings, "infeasible"], dtype=object)
+    codes = ds["bound"].fillna(-1).astype(int).values
+    return xr.DataArray(lut[np.where(codes < 0, len(meanings), codes)], dims=ds["bound"].dims,
+                        coords=ds["bound"].coords, name="bound_label")

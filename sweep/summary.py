@@ -1,0 +1,95 @@
+"""Text summaries: the report printed after ``sweep run`` and by ``sweep info``."""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from grids.units import format_quantity
+from sweep.variables import VARIABLES
+
+
+def headline_variation(ds: xr.Dataset, metric: str = "throughput", over: str = "hardware"
+                       ) -> dict | None:
+    """Largest max/min ratio of ``metric`` across ``over`` at any point (feasible points only),
+    read slice by slice along ``model`` so memory stays bounded on large files."""
+    if over not in ds.dims or ds.sizes[over] < 2:
+        return None
+    best = None
+    slicer = "model" if "model" in ds.dims and over != "model" else None
+    keys = range(ds.sizes[slicer]) if slicer else [None]
+    for k in keys:
+        da = ds[metric] if k is None else ds[metric].isel({slicer: k})
+        arr = np.asarray(da.transpose(over, ...).values, dtype=np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ok = np.isfinite(arr) & (arr > 0)
+            count = ok.sum(axis=0)
+            hi = np.where(ok, arr, -np.inf).max(axis=0)
+            lo = np.where(ok, arr, np.inf).min(axis=0)
+            ratio = np.where(count >= 2, hi / lo, np.nan)
+        if not np.isfinite(ratio).any():
+            continue
+        flat = int(np.nanargmax(ratio))
+        value = float(ratio.ravel()[flat])
+        if best is None or value > best["ratio"]:
+            idx = np.unravel_index(flat, ratio.shape)
+            other = [d for d in da.transpose(over, ...).dims if d != over]
+            where = {d: da[d].values[i].item() for d, i in zip(other, idx)}
+            if slicer:
+                where = {slicer: ds[slicer].values[k].item(), **where}
+            col = arr[(slice(None), *idx)]
+            okc = ok[(slice(None), *idx)]
+            labels = ds[over].values
+            best = {"ratio": value, "metric": metric, "over": over, "where": where,
+                    "best": str(labels[np.where(okc, col, -np.inf).argmax()]),
+                    "worst": str(labels[np.where(okc, col, np.inf).argmin()])}
+    return best
+
+
+def run_summary(ds: xr.Dataset, stats, wall: float, output) -> str:
+    dims = " x ".join(f"{d} {n}" for d, n in ds.sizes.items())
+    fits = ds["fits"]
+    feasible = float(fits.astype(np.float64).mean().values) if fits.size else 0.0
+    lines = [
+        f"wrote {output}" if output else "result in memory",
+        f"grid      : {dims}",
+        f"points    : {stats.points:,} in {stats.chunks} chunk(s)",
+        f"wall time : {wall:.2f} s (kernel+write {stats.seconds:.2f} s, "
+        f"{stats.points_per_second:,.0f} points/s)",
+        f"feasible  : {feasible:.1%} of points fit",
+    ]
+    hv = headline_variation(ds)
+    if hv:
+        where = ", ".join(f"{k}={v}" for k, v in hv["where"].items())
+        lines.append(f"variation : throughput differs up to {hv['ratio']:.1f}x across hardware "
+                     f"(best {hv['best']}, worst {hv['worst']}) at {where}")
+    return "\n".join(lines)
+
+
+def info_text(ds: xr.Dataset) -> str:
+    lines = ["dims:"]
+    lines += [f"  {d:12s} {n:6d}  {_preview(ds[d].values)}" for d, n in ds.sizes.items()]
+    lines.append("metrics:")
+    for name in ds.data_vars:
+        v = ds[name]
+        lines.append(f"  {name:22s} [{v.attrs.get('units', '?')}] {v.attrs.get('long_name', '')}")
+    lines.append("provenance:")
+    for k in ("package_version", "created_utc", "catalog_sha256", "output_len",
+              "prefill_chunk_tokens"):
+        if k in ds.attrs:
+            lines.append(f"  {k}: {ds.attrs[k]}")
+    if "grid_spec_toml" in ds.attrs:
+        lines.append("  grid spec:")
+        lines += [f"    {ln}" for ln in str(ds.attrs["grid_spec_toml"]).splitlines()]
+    return "\n".join(lines)
+
+
+def _preview(values) -> str:
+    vals = [str(v) for v in np.asarray(values).ravel()]
+    return ", ".join(vals) if len(vals) <= 6 else ", ".join(vals[:3] + ["..."] + vals[-2:])
+
+
+def describe_metric(name: str, value: float) -> str:
+    var = VARIABLES[name]
+    dim = {"s": "time", "B": "bytes", "W": "power"}.get(var.units)
+    return format_quantity(value, dim) if dim else f"{value:.4g} {var.units}"
