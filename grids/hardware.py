@@ -364,6 +364,7 @@ def load_device(ref: str | Path, *, calibrated: bool = True) -> Device:
 
 def load_catalog(*, calibrated: bool = True) -> dict[str, Device]:
     """All built-in devices, every file checked; all problems reported together."""
+    class_defaults()  # a broken classes.toml is one error, not one per device
     problems: list[str] = []
     out: dict[str, Device] = {}
     for dev_id in catalog_ids():
@@ -468,6 +469,10 @@ def derive_device(base: Device, new_id: str, overrides: dict[str, float],
             host = dataclasses.replace(host, efficiency=eff["bandwidth_efficiency"])
     if len(tiers) > MAX_TIERS:
         problems.append(f"{new_id}: adding an SRAM tier exceeds {MAX_TIERS} tiers")
+    tdp, idle = changes.get("tdp", base.tdp), changes.get("idle", base.idle)
+    if idle > tdp:
+        problems.append(f"{new_id}: idle power {idle:g} W exceeds tdp {tdp:g} W (set both tdp "
+                        f"and idle)")
     if problems:
         raise SpecError(problems, "hypothetical device")
     origin = dict(base.efficiency.origin)

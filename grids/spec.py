@@ -61,7 +61,7 @@ DEFAULT_SPEC: dict[str, Any] = {
     "output_len": 256,
     "precision": ["bf16", "fp8", "w4a16"],
     "parallelism": ["tp1", "tp2", "tp4", "tp8", "tp4-pp2", "ep4", "ep8", "tp2-ep4",
-                    "tp8-off0.25"],
+                    "tp8-off0.25", "tp8-pp16"],
     "workload": {"prefill_chunk": 8192},
 }
 
@@ -120,6 +120,15 @@ def load_spec(spec: str | Path | dict[str, Any] | GridSpec | None = None) -> Gri
     return spec_from_dict(raw, base_dir=path.parent)
 
 
+def _whole(v: Any) -> int | None:
+    """``v`` as an int if it is a finite whole number (not a boolean), else None."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if isinstance(v, float) and not (math.isfinite(v) and v.is_integer()):
+        return None
+    return int(v)
+
+
 def _int_axis(value: Any, key: str, problems: list[str], minimum: int = 1) -> list[int]:
     if isinstance(value, dict):
         unknown = set(value) - {"from", "to", "scale", "num"}
@@ -127,9 +136,8 @@ def _int_axis(value: Any, key: str, problems: list[str], minimum: int = 1) -> li
             problems.append(f"{key}: unknown range keys {sorted(unknown)} (use from, to, scale "
                             f"= 'log2' | 'linear', num)")
             return []
-        try:
-            lo, hi = int(value["from"]), int(value["to"])
-        except (KeyError, TypeError, ValueError):
+        lo, hi = _whole(value.get("from")), _whole(value.get("to"))
+        if lo is None or hi is None:
             problems.append(f"{key}: a range needs whole numbers 'from' and 'to'")
             return []
         if lo < minimum or hi < lo:
@@ -143,9 +151,10 @@ def _int_axis(value: Any, key: str, problems: list[str], minimum: int = 1) -> li
                 x *= 2
             return vals
         if scale == "linear":
-            num = int(value.get("num", 10))
-            if num < 1:
-                problems.append(f"{key}: num must be >= 1")
+            num = _whole(value.get("num", 10))
+            if num is None or num < 1:
+                problems.append(f"{key}: num must be a whole number >= 1, got "
+                                f"{value.get('num')!r}")
                 return []
             if num == 1:
                 return [lo]
@@ -155,7 +164,7 @@ def _int_axis(value: Any, key: str, problems: list[str], minimum: int = 1) -> li
     items = value if isinstance(value, list) else [value]
     out = []
     for v in items:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
+        if _whole(v) is None:
             problems.append(f"{key}: {v!r} is not a whole number of tokens/sequences")
         elif v < minimum:
             problems.append(f"{key}: {v!r} must be >= {minimum}")
@@ -268,9 +277,24 @@ def _layouts(value: Any, problems: list[str]) -> list[Layout]:
                             f"(use tp, pp, ep, dp, offload)")
             return []
         lists = {}
+        n_bad = len(problems)
         for k in ("tp", "pp", "ep", "dp", "offload"):
             v = value.get(k, [0.0] if k == "offload" else [1])
             lists[k] = v if isinstance(v, list) else [v]
+            if not lists[k]:
+                problems.append(f"parallelism.{k}: empty list (give at least one value)")
+            for x in lists[k]:
+                if k == "offload":
+                    ok = (not isinstance(x, bool) and isinstance(x, (int, float))
+                          and 0.0 <= x < 1.0)
+                    what = "a fraction in [0, 1)"
+                else:
+                    ok = (_whole(x) or 0) >= 1
+                    what = "a whole number >= 1"
+                if not ok:
+                    problems.append(f"parallelism.{k}: {x!r} is not {what}")
+        if len(problems) > n_bad:
+            return []
         try:
             return expand_degrees(**lists)
         except (SpecError, TypeError, ValueError) as exc:
@@ -307,30 +331,42 @@ def _hardware(value: Any, eff_over: dict[str, Any], hypo: dict[str, Any], resolv
     if not isinstance(eff_over, dict):
         problems.append("efficiency: must be a table")
         return devices
-    global_over = {k: v for k, v in eff_over.items() if not isinstance(v, dict)}
+
+    # each table is checked once (a bad global value is one problem, not one per device)
+    def parse_over(table: dict[str, Any], where: str) -> dict[str, float]:
+        values = {}
+        for k, v in table.items():
+            if k not in hwcat.EFFICIENCY_FIELDS:
+                problems.append(f"{where}: unknown parameter {k!r}"
+                                f"{suggest(k, hwcat.EFFICIENCY_FIELDS)}")
+                continue
+            dim, lo, hi = hwcat.EFFICIENCY_FIELDS[k]
+            try:
+                q = parse_quantity(v, dim, f"{where}.{k}")
+            except SpecError as exc:
+                problems.extend(exc.problems)
+                continue
+            if not lo < q <= hi:
+                problems.append(f"{where}.{k} = {v!r} is outside ({max(lo, 0.0):g}, {hi:g}]")
+                continue
+            values[f"efficiency.{k}"] = q
+        return values
+
+    global_over = parse_over({k: v for k, v in eff_over.items() if not isinstance(v, dict)},
+                             "efficiency")
     per_dev = {k: v for k, v in eff_over.items() if isinstance(v, dict)}
     known = {d.id for d in devices}
     for dev_id in per_dev:
         if dev_id not in known:
             problems.append(f"efficiency.{dev_id}: no such device in this grid"
                             f"{suggest(dev_id, known)}")
+    per_dev = {k: parse_over(v, f"efficiency.{k}") for k, v in per_dev.items() if k in known}
     out = []
     for dev in devices:
-        over = {**global_over, **per_dev.get(dev.id, {})}
-        if not over:
+        values = {**global_over, **per_dev.get(dev.id, {})}
+        if not values:
             out.append(dev)
             continue
-        values = {}
-        for k, v in over.items():
-            if k not in hwcat.EFFICIENCY_FIELDS:
-                problems.append(f"efficiency: unknown parameter {k!r}"
-                                f"{suggest(k, hwcat.EFFICIENCY_FIELDS)}")
-                continue
-            try:
-                values[f"efficiency.{k}"] = parse_quantity(v, hwcat.EFFICIENCY_FIELDS[k][0],
-                                                           f"efficiency.{k}")
-            except SpecError as exc:
-                problems.extend(exc.problems)
         try:
             derived = hwcat.derive_device(dev, dev.id, values, name=dev.name)
             out.append(derived)
@@ -375,11 +411,16 @@ def _hypothetical(hid: str, table: Any, resolve, problems: list[str]) -> list[hw
             if dim != "fraction" and not key.startswith("efficiency.") and q <= 0:
                 problems.append(f"{where}.{key}: {v!r} must be > 0")
                 continue
+            if dim == "count" and not q.is_integer():
+                problems.append(f"{where}.{key}: {v!r} must be a whole number")
+                continue
             parsed.append((str(v), q))
         fields[key] = parsed
-    if not fields:
+    if not any(k not in ("base", "name") for k in table):
         problems.append(f"{where}: overrides no field (add e.g. hbm_bandwidth = \"8 TB/s\")")
         return []
+    if not fields or not all(fields.values()):
+        return []  # the bad fields are reported above
     keys = list(fields)
     swept = [k for k in keys if len(fields[k]) > 1]
     out = []

@@ -127,3 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         code = EXIT_ERROR
     return code
 
+
+
+if __name__ == "__main__":  # python -m sweep.cli
+    sys.exit(main())

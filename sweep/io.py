@@ -99,11 +99,15 @@ class ResultWriter:
     """
 
     def __init__(self, path: str | Path, template: xr.Dataset, dims: tuple[str, ...],
-                 fmt: str | None = None) -> None:
+                 fmt: str | None = None, write_shape: tuple[int, ...] | None = None,
+                 cache_bytes: int = 4 << 20) -> None:
         self.fmt = infer_format(path, fmt)
         self.dims = dims
         self.shape = tuple(template.sizes[d] for d in dims)
-        self.chunks = storage_chunks(self.shape)
+        # storage chunks follow the shape of the pieces written, so every write covers whole
+        # chunks and the HDF5 chunk cache (bounded by ``cache_bytes`` per variable) stays small
+        self.chunks = storage_chunks(write_shape or self.shape)
+        self.cache_bytes = int(cache_bytes)
         self.atomic = _Atomic(path, ".zarr" if self.fmt == "zarr" else ".nc")
         self.closed = False
         if self.fmt == "netcdf":
@@ -128,7 +132,8 @@ class ResultWriter:
                                   shuffle=True, chunksizes=self.chunks,
                                   fill_value=enc["_FillValue"] if enc["_FillValue"] is not None
                                   else False)
-            attrs = {k: val for k, val in meta.attrs().items()}
+            v.set_var_chunk_cache(size=self.cache_bytes, nelems=61, preemption=1.0)
+            attrs = dict(meta.attrs())
             attrs["coordinates"] = " ".join(c for c in template.coords if c not in self.dims
                                             and set(template[c].dims) <= set(self.dims))
             for k, val in attrs.items():
@@ -151,8 +156,7 @@ class ResultWriter:
         ds = xr.Dataset(lazy, coords=template.coords, attrs=template.attrs)
         enc = {}
         for name, meta in VARIABLES.items():
-            fill = np.int8(-1) if name == "bound" else (None if meta.dtype == "int8"
-                                                        else np.float32(np.nan))
+            fill = None if meta.dtype == "int8" else np.float32(np.nan)
             enc[name] = {"chunks": self.chunks, "_FillValue": fill}
         ds.to_zarr(self.atomic.tmp, mode="w", compute=False, encoding=enc, consolidated=True,
                    zarr_format=2)
@@ -222,7 +226,8 @@ def write_dataset(ds: xr.Dataset, path: str | Path, fmt: str | None = None) -> P
 
 
 def open_result(path: str | Path, **kwargs) -> xr.Dataset:
-    """Open a result (netCDF or Zarr) with CF flags decoded into ``<name>_meaning`` attributes."""
+    """Open a result (netCDF or Zarr), lazily; ``bound``/``fits`` stay int8 CF flag variables
+    (decode them to strings with :func:`flag_labels`)."""
     p = Path(path)
     if not p.exists():
         raise SpecError(f"result {str(p)!r} not found")
@@ -233,16 +238,14 @@ def open_result(path: str | Path, **kwargs) -> xr.Dataset:
             ds = xr.open_dataset(p, engine="netcdf4", **kwargs)
     except (OSError, ValueError) as exc:
         raise SpecError(f"cannot open {str(p)!r} as a sweep result: {exc}") from exc
-    if "bound" in ds:
-        meanings = str(ds["bound"].attrs.get("flag_meanings", "")).split()
-        ds["bound"].attrs["flag_labels"] = {i: m for i, m in enumerate(meanings)}
     return ds
 
 
-def bound_labels(ds: xr.Dataset) -> xr.DataArray:
-    """``bound`` as strings (``'infeasible'`` where the point does not fit)."""
-    meanings = str(ds["bound"].attrs.get("flag_meanings", "")).split()
-    lut = np.array([*meanings, "infeasible"], dtype=object)
-    codes = ds["bound"].fillna(-1).astype(int).values
-    return xr.DataArray(lut[np.where(codes < 0, len(meanings), codes)], dims=ds["bound"].dims,
-                        coords=ds["bound"].coords, name="bound_label")
+def flag_labels(da: xr.DataArray) -> xr.DataArray:
+    """A CF flag variable (``bound``, ``fits``) decoded to its string meanings."""
+    values = np.asarray(da.attrs["flag_values"]).astype(int)
+    meanings = np.array(str(da.attrs["flag_meanings"]).split(), dtype=object)
+    lut = dict(zip(values.tolist(), meanings))
+    codes = np.asarray(da.values).astype(int)
+    out = np.vectorize(lambda c: lut.get(c, "unknown"), otypes=[object])(codes)
+    return xr.DataArray(out, dims=da.dims, coords=da.coords, name=f"{da.name}_label")

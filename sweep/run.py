@@ -32,6 +32,7 @@ from sweep.variables import VARIABLES
 
 #: kernel output bytes per grid point (float32 per metric), plus the int8 casts when writing
 BYTES_PER_POINT = 4 * len(METRICS) + 2
+FITS = METRICS.index("fits")
 DEFAULT_MAX_MEMORY = "1 GiB"
 
 
@@ -41,8 +42,8 @@ def parse_memory(value: str | int | float | None) -> int:
     if isinstance(value, str) and value.strip().upper().endswith(("G", "M", "K")):
         value = value.strip() + "iB"  # '2G' -> '2GiB'
     v = parse_quantity(value, "bytes", "max_memory")
-    if v < 1 << 20:
-        raise SpecError(f"max_memory {value!r} is below 1 MiB; give e.g. '512 MiB' or '2 GiB'")
+    if v < 64 << 10:
+        raise SpecError(f"max_memory {value!r} is below 64 KiB; give e.g. '512 MiB' or '2 GiB'")
     return int(v)
 
 
@@ -131,6 +132,7 @@ class RunStats:
     seconds: float
     chunks: int
     path: Path | None = None
+    feasible: int = 0  # points with fits = 1
 
     @property
     def points_per_second(self) -> float:
@@ -191,14 +193,21 @@ def run_with_stats(spec: Any = None, *, max_memory=DEFAULT_MAX_MEMORY, progress:
             bar.update(c.size(grid.shape))
         bar.close()
         ds = build_dataset(grid, full)
-        return ds, RunStats(total, time.perf_counter() - t0, len(chunks))
+        feasible = int(np.count_nonzero(full[FITS] == 1.0))
+        return ds, RunStats(total, time.perf_counter() - t0, len(chunks), feasible=feasible)
     from sweep.io import ResultWriter, open_result
 
     template = _template(grid)
-    writer = ResultWriter(output, template, result_dims(grid), format)
+    first = chunks[0]
+    write_shape = tuple(sl.stop - sl.start for sl in (first.h, first.m, first.b, first.s))
+    write_shape += tuple(grid.shape[4:]) if grid.output_len_is_dim else tuple(grid.shape[5:])
+    writer = ResultWriter(output, template, result_dims(grid), format, write_shape=write_shape,
+                          cache_bytes=max(1 << 20, budget // (4 * len(METRICS))))
+    feasible = 0
     try:
         for c in chunks:
             out = gr.evaluate(c)
+            feasible += int(np.count_nonzero(out[FITS] == 1.0))
             writer.write(gr.region(c), gr.chunk_arrays(c, out))
             bar.update(c.size(grid.shape))
         writer.close()
@@ -207,7 +216,7 @@ def run_with_stats(spec: Any = None, *, max_memory=DEFAULT_MAX_MEMORY, progress:
         raise
     finally:
         bar.close()
-    stats = RunStats(total, time.perf_counter() - t0, len(chunks), Path(output))
+    stats = RunStats(total, time.perf_counter() - t0, len(chunks), Path(output), feasible)
     return open_result(output), stats
 
 

@@ -12,14 +12,15 @@ from sweep.variables import VARIABLES
 def headline_variation(ds: xr.Dataset, metric: str = "throughput", over: str = "hardware"
                        ) -> dict | None:
     """Largest max/min ratio of ``metric`` across ``over`` at any point (feasible points only),
-    read slice by slice along ``model`` so memory stays bounded on large files."""
+    read slice by slice along ``model`` and ``batch`` so memory stays bounded on large files."""
     if over not in ds.dims or ds.sizes[over] < 2:
         return None
     best = None
-    slicer = "model" if "model" in ds.dims and over != "model" else None
-    keys = range(ds.sizes[slicer]) if slicer else [None]
+    slicers = [d for d in ("model", "batch") if d in ds.dims and d != over]
+    keys = list(np.ndindex(*(ds.sizes[d] for d in slicers)))
     for k in keys:
-        da = ds[metric] if k is None else ds[metric].isel({slicer: k})
+        sel = dict(zip(slicers, k))
+        da = ds[metric].isel(sel)
         arr = np.asarray(da.transpose(over, ...).values, dtype=np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             ok = np.isfinite(arr) & (arr > 0)
@@ -34,9 +35,8 @@ def headline_variation(ds: xr.Dataset, metric: str = "throughput", over: str = "
         if best is None or value > best["ratio"]:
             idx = np.unravel_index(flat, ratio.shape)
             other = [d for d in da.transpose(over, ...).dims if d != over]
-            where = {d: da[d].values[i].item() for d, i in zip(other, idx)}
-            if slicer:
-                where = {slicer: ds[slicer].values[k].item(), **where}
+            where = {d: _scalar(da[d].values[i]) for d, i in zip(other, idx)}
+            where = {**{d: _scalar(ds[d].values[i]) for d, i in sel.items()}, **where}
             col = arr[(slice(None), *idx)]
             okc = ok[(slice(None), *idx)]
             labels = ds[over].values
@@ -46,10 +46,13 @@ def headline_variation(ds: xr.Dataset, metric: str = "throughput", over: str = "
     return best
 
 
+def _scalar(v):
+    return v.item() if hasattr(v, "item") else v
+
+
 def run_summary(ds: xr.Dataset, stats, wall: float, output) -> str:
     dims = " x ".join(f"{d} {n}" for d, n in ds.sizes.items())
-    fits = ds["fits"]
-    feasible = float(fits.astype(np.float64).mean().values) if fits.size else 0.0
+    feasible = stats.feasible / stats.points if stats.points else 0.0
     lines = [
         f"wrote {output}" if output else "result in memory",
         f"grid      : {dims}",

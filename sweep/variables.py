@@ -27,9 +27,9 @@ class Variable:
         if self.description:
             out["description"] = self.description
         if self.name == "bound":
-            out["flag_values"] = np.arange(len(BOUND_MEANINGS), dtype=np.int8)
-            out["flag_meanings"] = " ".join(BOUND_MEANINGS)
-            out["valid_min"] = np.int8(0)
+            out["flag_values"] = np.array([BOUND_INFEASIBLE, *range(len(BOUND_MEANINGS))],
+                                          dtype=np.int8)
+            out["flag_meanings"] = " ".join(("infeasible", *BOUND_MEANINGS))
         if self.name == "fits":
             out["flag_values"] = np.array([0, 1], dtype=np.int8)
             out["flag_meanings"] = "does_not_fit fits"
@@ -38,8 +38,8 @@ class Variable:
 
     def encoding(self, chunks: tuple[int, ...] | None = None) -> dict[str, object]:
         enc: dict[str, object] = {"zlib": True, "complevel": 1, "shuffle": True}
-        if self.dtype == "int8":
-            enc["_FillValue"] = np.int8(BOUND_INFEASIBLE) if self.name == "bound" else None
+        if self.dtype == "int8":  # no fill value: every flag value is meaningful (-1 infeasible)
+            enc["_FillValue"] = None
             enc["dtype"] = "int8"
         else:
             enc["_FillValue"] = np.float32(np.nan)

@@ -1,0 +1,414 @@
+"""Hypothesis strategies for random but physically valid kernel inputs, and table helpers.
+
+Each strategy yields plain dicts keyed by the field names of :mod:`kernels.params`; the helpers
+:func:`hw_table`, :func:`model_table`, :func:`precision_table`, :func:`layout_table` pack lists of
+such dicts into the float64 tables the kernels read. :func:`scenario` draws a whole small grid
+(devices, models, precisions, layouts, workload axes, peak table) with device capacities biased
+towards the model sizes so that a useful share of points fits.
+
+Models are built from architecture-like numbers (layers, hidden size, heads, FFN width, experts,
+window) into the parameter groups of docs/model.md section 1, so they are internally consistent.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import strategies as st
+
+from kernels.params import HW_FIELDS, LAYOUT_FIELDS, MODEL_FIELDS, PRECISION_FIELDS, pack
+
+
+# ------------------------------------------------------------------------------------ primitives
+def log_floats(lo: float, hi: float) -> st.SearchStrategy[float]:
+    """Log-uniform floats in [lo, hi] (lo > 0)."""
+    return st.floats(math.log10(lo), math.log10(hi)).map(lambda x: float(10.0 ** x))
+
+
+def log_ints(lo: int, hi: int) -> st.SearchStrategy[int]:
+    """Integers in [lo, hi], log-uniformly spread (so 1, 7, 300 and 200000 all appear)."""
+    return log_floats(lo, hi + 0.999).map(lambda x: max(lo, min(hi, int(x))))
+
+
+efficiencies = st.floats(0.05, 1.0)
+
+
+# --------------------------------------------------------------------------------------- devices
+@st.composite
+def devices(draw, n_tiers=None, host=None, capacity=None, kinds=None) -> dict:
+    """A device: 1-3 tiers (fastest first), optional host tier, links, power, efficiencies.
+
+    ``capacity``: optional (lo, hi) range of the *total* tier capacity in bytes.
+    ``kinds``: optional fixed kind for every tier (0 SRAM, 1 DRAM).
+    """
+    n = draw(st.integers(1, 3)) if n_tiers is None else n_tiers
+    bws = sorted((draw(log_floats(1e9, 1e16)) for _ in range(n)), reverse=True)
+    lo, hi = capacity if capacity is not None else (1e6, 1e13)
+    total = draw(log_floats(lo, hi))
+    shares = [draw(st.floats(0.05, 1.0)) for _ in range(n)]
+    d = {}
+    for i in range(3):
+        if i < n:
+            d[f"tier{i}_capacity"] = max(total * shares[i] / sum(shares), 1.0)
+            d[f"tier{i}_bandwidth"] = bws[i]
+            d[f"tier{i}_efficiency"] = draw(efficiencies)
+            d[f"tier{i}_kind"] = float(draw(st.sampled_from([0, 1])) if kinds is None else kinds)
+        else:
+            d[f"tier{i}_capacity"] = 0.0
+            d[f"tier{i}_bandwidth"] = draw(st.sampled_from([0.0, 1e9]))
+            d[f"tier{i}_efficiency"] = draw(st.sampled_from([0.0, 1.0]))
+            d[f"tier{i}_kind"] = 1.0
+    has_host = draw(st.booleans()) if host is None else host
+    if has_host:
+        d["host_capacity"] = draw(log_floats(1e9, 1e13))
+        d["host_bandwidth"] = draw(log_floats(1e9, 1e12))
+        d["host_efficiency"] = draw(efficiencies)
+    else:
+        d["host_capacity"] = 0.0
+        d["host_bandwidth"] = draw(st.sampled_from([0.0, 64e9]))
+        d["host_efficiency"] = draw(st.sampled_from([0.0, 0.8]))
+    d["link_bandwidth"] = draw(log_floats(1e9, 1e13))
+    d["link_latency"] = draw(st.sampled_from([0.0, 1e-7, 1e-6, 5e-6]))
+    d["domain_size"] = float(draw(st.sampled_from([1, 2, 4, 8, 16, 72])))
+    d["scaleout_bandwidth"] = draw(log_floats(1e9, 1e12))
+    d["scaleout_latency"] = draw(st.sampled_from([0.0, 2e-6, 1e-5]))
+    d["tdp"] = draw(st.floats(50.0, 2000.0))
+    d["idle"] = d["tdp"] * draw(st.floats(0.0, 1.0))
+    d["flops_efficiency"] = draw(efficiencies)
+    d["layer_overhead"] = draw(st.one_of(st.just(0.0), st.floats(0.0, 1e-4)))
+    d["jitter"] = draw(st.floats(0.0, 0.3))
+    d["capacity_fraction"] = draw(st.floats(0.5, 1.0))
+    assert set(d) == set(HW_FIELDS)
+    return d
+
+
+def simple_device(bw=3.35e12, capacity=80e9, eff=1.0, kind=1, **over) -> dict:
+    """One DRAM tier, no host, zero overheads: the textbook roofline device."""
+    d = dict.fromkeys(HW_FIELDS, 0.0)
+    d.update(tier0_capacity=capacity, tier0_bandwidth=bw, tier0_efficiency=eff, tier0_kind=kind,
+             tier1_kind=1.0, tier2_kind=1.0,
+             link_bandwidth=450e9, link_latency=0.0, domain_size=8.0,
+             scaleout_bandwidth=50e9, scaleout_latency=0.0, tdp=700.0, idle=100.0,
+             flops_efficiency=1.0, layer_overhead=0.0, jitter=0.0, capacity_fraction=1.0)
+    d.update(over)
+    return d
+
+
+# ---------------------------------------------------------------------------------------- models
+def build_model(*, n_layers, d_model, n_heads, n_kv_heads, head_dim, ffn, vocab, tied=False,
+                n_moe_layers=0, n_experts=0, top_k=0, expert_ffn=0, shared_ffn=0,
+                window=0, n_window_layers=0, mla=None) -> dict:
+    """Parameter groups (docs/model.md section 1) of a decoder from architecture numbers.
+
+    ``mla``: optional ``(kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim)``; MLA
+    caches one latent of ``kv_lora_rank + qk_rope_head_dim`` per layer, replicated over tp.
+    """
+    d, h, hd = d_model, n_heads, head_dim
+    if mla is None:
+        attn = d * h * hd + 2 * d * n_kv_heads * hd + h * hd * d
+        kv_per_layer = 2 * n_kv_heads * hd
+        pair_dec = pair_pre = 2 * h * (hd + hd)
+        shardable = 1.0
+    else:
+        rank, rope, nope, vdim = mla
+        attn = d * (rank + rope) + rank * h * (nope + vdim) + d * h * (nope + rope) + h * vdim * d
+        kv_per_layer = rank + rope
+        pair_dec = 2 * h * ((rank + rope) + rank)
+        pair_pre = 2 * h * ((nope + rope) + vdim)
+        shardable = 0.0
+    n_dense = n_layers - n_moe_layers
+    router = d * n_experts
+    p_lin = (n_layers * (attn + 2 * d) + n_dense * 3 * d * ffn
+             + n_moe_layers * (router + 3 * d * shared_ffn) + d)
+    n_full = n_layers - n_window_layers
+    i_tok = ffn if n_moe_layers == 0 else top_k * expert_ffn + shared_ffn
+    return {
+        "n_layers": float(n_layers), "d_model": float(d), "vocab_size": float(vocab),
+        "params_linear": float(p_lin), "params_head": float(vocab * d),
+        "params_embed_only": 0.0 if tied else float(vocab * d),
+        "params_expert": float(3 * d * expert_ffn) if n_experts else 0.0,
+        "n_moe_layers": float(n_moe_layers), "n_experts": float(n_experts),
+        "experts_per_token": float(top_k),
+        "kv_elems_full": float(kv_per_layer * n_full),
+        "kv_elems_window": float(kv_per_layer * n_window_layers),
+        "window": float(window),
+        "kv_tp_shardable": shardable, "n_kv_heads": float(n_kv_heads),
+        "attn_flops_full_decode": float(pair_dec * n_full),
+        "attn_flops_window_decode": float(pair_dec * n_window_layers),
+        "attn_flops_full_prefill": float(pair_pre * n_full),
+        "attn_flops_window_prefill": float(pair_pre * n_window_layers),
+        "act_elems": float((4 * d + 2 * i_tok) * n_layers),
+        "tp_divisor": float(h),
+    }
+
+
+LLAMA_31_8B = build_model(n_layers=32, d_model=4096, n_heads=32, n_kv_heads=8, head_dim=128,
+                          ffn=14336, vocab=128256)
+
+
+@st.composite
+def models(draw, kind=None) -> dict:
+    """A random decoder: dense (MHA/GQA/MQA), MoE with or without shared experts, MLA-like,
+    with or without windowed layers. ``kind`` in {None, "dense", "moe", "mla"}."""
+    kind = kind or draw(st.sampled_from(["dense", "dense", "moe", "mla"]))
+    n_layers = draw(log_ints(1, 128))
+    head_dim = draw(st.sampled_from([32, 64, 128, 256]))
+    n_heads = draw(st.sampled_from([1, 2, 4, 8, 12, 16, 32, 64, 128]))
+    d_model = draw(st.sampled_from([64, 256, 1024, 4096, 8192, 16384]))
+    gqa = draw(st.sampled_from([1, 2, 4, 8, n_heads]))
+    n_kv = max(1, n_heads // gqa)
+    vocab = draw(log_ints(256, 262144))
+    ffn = draw(log_ints(64, 65536))
+    kw = {}
+    if kind in ("moe", "mla"):
+        moe = kind == "moe" or draw(st.booleans())
+        if moe:
+            n_exp = draw(st.sampled_from([2, 4, 8, 16, 64, 128, 256, 512]))
+            top_k = draw(st.one_of(st.integers(1, min(n_exp, 16)), st.just(n_exp)))
+            kw.update(n_moe_layers=draw(st.integers(1, n_layers)), n_experts=n_exp,
+                      top_k=top_k, expert_ffn=draw(log_ints(64, 16384)),
+                      shared_ffn=draw(st.sampled_from([0, 0, 512, 2048, 8192])))
+    if kind == "mla":
+        kw["mla"] = (draw(st.sampled_from([128, 512])), draw(st.sampled_from([32, 64])),
+                     draw(st.sampled_from([64, 128])), draw(st.sampled_from([64, 128])))
+    if draw(st.booleans()):
+        kw.update(window=draw(log_ints(16, 16384)),
+                  n_window_layers=draw(st.integers(1, n_layers)))
+    md = build_model(n_layers=n_layers, d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv,
+                     head_dim=head_dim, ffn=ffn, vocab=vocab, tied=draw(st.booleans()), **kw)
+    assert set(md) == set(MODEL_FIELDS)
+    return md
+
+
+@st.composite
+def raw_models(draw) -> dict:
+    """Model rows with independently drawn fields (still non-negative and self-consistent in the
+    counts the spec divides by), to reach corner rules: window 0 with windowed KV elements
+    (``min(x, W)`` -> ``x``), ``n_kv_heads = 0``, ``k >= E``, zero attention or activations."""
+    n_layers = draw(log_ints(1, 200))
+    n_exp = draw(st.sampled_from([0, 0, 1, 2, 8, 64, 256]))
+    cnt = log_floats(1.0, 1e11)
+    zero_or = lambda s: st.one_of(st.just(0.0), s)  # noqa: E731
+    md = {
+        "n_layers": float(n_layers), "d_model": float(draw(log_ints(1, 32768))),
+        "vocab_size": float(draw(log_ints(1, 300000))),
+        "params_linear": draw(cnt), "params_head": draw(zero_or(cnt)),
+        "params_embed_only": draw(zero_or(cnt)),
+        "params_expert": draw(cnt) if n_exp else 0.0,
+        "n_moe_layers": float(draw(st.integers(1, n_layers))) if n_exp else 0.0,
+        "n_experts": float(n_exp),
+        "experts_per_token": float(draw(st.integers(1, max(1, n_exp + 1)))) if n_exp else 0.0,
+        "kv_elems_full": draw(zero_or(log_floats(1.0, 1e6))),
+        "kv_elems_window": draw(zero_or(log_floats(1.0, 1e6))),
+        "window": float(draw(st.one_of(st.just(0), log_ints(1, 100000)))),
+        "kv_tp_shardable": float(draw(st.booleans())),
+        "n_kv_heads": float(draw(st.integers(0, 128))),
+        "attn_flops_full_decode": draw(zero_or(log_floats(1.0, 1e8))),
+        "attn_flops_window_decode": draw(zero_or(log_floats(1.0, 1e8))),
+        "attn_flops_full_prefill": draw(zero_or(log_floats(1.0, 1e8))),
+        "attn_flops_window_prefill": draw(zero_or(log_floats(1.0, 1e8))),
+        "act_elems": draw(zero_or(log_floats(1.0, 1e8))),
+        "tp_divisor": float(draw(st.sampled_from([1, 2, 3, 8, 12, 16, 64, 128]))),
+    }
+    assert set(md) == set(MODEL_FIELDS)
+    return md
+
+
+def model_bytes(md: dict, pr: dict | None = None) -> float:
+    """Total weight bytes of a model (all parameter groups), for sizing devices."""
+    wb = 2.0 if pr is None else pr["weight_bytes"]
+    eb = 2.0 if pr is None else pr["embed_bytes"]
+    return (wb * (md["params_linear"] + md["n_moe_layers"] * md["n_experts"] * md["params_expert"])
+            + eb * (md["params_head"] + md["params_embed_only"]))
+
+
+# ------------------------------------------------------------------------------------ precisions
+@st.composite
+def precisions(draw) -> dict:
+    wb = draw(st.sampled_from([0.5, 1.0, 2.0, 4.0]))
+    pr = {"weight_bytes": wb, "act_bytes": draw(st.sampled_from([1.0, 2.0, 4.0])),
+          "kv_bytes": draw(st.sampled_from([0.5, 1.0, 2.0, 4.0])),
+          "embed_bytes": max(2.0, wb)}
+    assert set(pr) == set(PRECISION_FIELDS)
+    return pr
+
+
+# --------------------------------------------------------------------------------------- layouts
+@st.composite
+def layouts(draw, offload=None) -> dict:
+    """tp / pp / ep / dp / offload, including combinations a model may reject (section 2)."""
+    ly = {"tp": float(draw(st.sampled_from([1, 1, 2, 4, 8, 16, 3]))),
+          "pp": float(draw(st.sampled_from([1, 1, 2, 3, 4, 8]))),
+          "ep": float(draw(st.sampled_from([1, 1, 2, 4, 8, 16]))),
+          "dp": float(draw(st.sampled_from([1, 2, 3, 8]))),
+          "offload": 0.0}
+    if offload is None:
+        ly["offload"] = draw(st.one_of(st.just(0.0), st.just(0.0), st.floats(0.01, 1.0)))
+    else:
+        ly["offload"] = float(offload)
+    assert set(ly) == set(LAYOUT_FIELDS)
+    return ly
+
+
+@st.composite
+def layouts_for(draw, md: dict, offload=None) -> dict:
+    """A layout the model accepts structurally (tp | heads, ep | experts, pp <= layers)."""
+    heads, n_exp, n_layers = int(md["tp_divisor"]), int(md["n_experts"]), int(md["n_layers"])
+    tps = [t for t in (1, 2, 4, 8, 16, 3) if heads % t == 0]
+    eps = [1] + [e for e in (2, 4, 8, 16) if n_exp and n_exp % e == 0]
+    pps = [p for p in (1, 2, 3, 4, 8) if p <= n_layers]
+    ly = {"tp": float(draw(st.sampled_from(tps))), "pp": float(draw(st.sampled_from(pps))),
+          "ep": float(draw(st.sampled_from(eps))),
+          "dp": float(draw(st.sampled_from([1, 2, 3, 8]))), "offload": 0.0}
+    if offload is None:
+        ly["offload"] = draw(st.one_of(st.just(0.0), st.just(0.0), st.floats(0.01, 1.0)))
+    else:
+        ly["offload"] = float(offload)
+    return ly
+
+
+# -------------------------------------------------------------------------------------- workload
+batches = log_ints(1, 4096)
+contexts = log_ints(1, 262144)
+outputs = log_ints(1, 8192)
+chunks = st.sampled_from([8192.0, 8192.0, 512.0, 65536.0])
+peaks = log_floats(1e12, 1e18)
+
+
+# --------------------------------------------------------------------------------------- packing
+def hw_table(rows: list[dict] | dict) -> np.ndarray:
+    return _pack(rows, HW_FIELDS, "hardware")
+
+
+def model_table(rows: list[dict] | dict) -> np.ndarray:
+    return _pack(rows, MODEL_FIELDS, "model")
+
+
+def precision_table(rows: list[dict] | dict) -> np.ndarray:
+    return _pack(rows, PRECISION_FIELDS, "precision")
+
+
+def layout_table(rows: list[dict] | dict) -> np.ndarray:
+    return _pack(rows, LAYOUT_FIELDS, "layout")
+
+
+def _pack(rows, fields, what):
+    rows = [rows] if isinstance(rows, dict) else list(rows)
+    return pack({f: np.array([r[f] for r in rows], dtype=np.float64) for f in fields}, fields, what)
+
+
+# -------------------------------------------------------------------------------------- scenarios
+@st.composite
+def device_for(draw, md: dict, **kw) -> dict:
+    """A device whose total capacity is within 1e-2..1e2 x the model's bf16 weight bytes."""
+    size = max(model_bytes(md), 1e6)
+    return draw(devices(capacity=(size * 1e-2, size * 1e2), **kw))
+
+
+@st.composite
+def point(draw, raw: bool = False, **layout_kw) -> dict:
+    """One random point: dicts hw, md, pr, ly, scalar peak and workload, and the chunk.
+    ``raw``: also draw models from :func:`raw_models`."""
+    md = draw(st.one_of(models(), raw_models()) if raw else models())
+    hw = draw(st.one_of(device_for(md), device_for(md), devices()))
+    peak = draw(st.one_of(peaks, peaks, peaks, peaks, peaks, st.just(0.0)))
+    ly = draw(st.one_of(layouts_for(md, **layout_kw), layouts_for(md, **layout_kw),
+                        layouts(**layout_kw)))
+    return {"hw": hw, "md": md, "pr": draw(precisions()), "ly": ly,
+            "peak": peak, "batch": draw(batches), "context": draw(contexts),
+            "output_len": draw(outputs), "prefill_chunk": draw(chunks)}
+
+
+@st.composite
+def scenario(draw, max_axis: int = 2) -> dict:
+    """A small Cartesian grid: lists of dicts per table axis and 1-D workload arrays."""
+    n = st.integers(1, max_axis)
+    mds = [draw(models()) for _ in range(draw(n))]
+    hws = [draw(st.one_of(device_for(draw(st.sampled_from(mds))), devices()))
+           for _ in range(draw(n))]
+    prs = [draw(precisions()) for _ in range(draw(n))]
+    lys = [draw(st.one_of(layouts_for(draw(st.sampled_from(mds))), layouts()))
+           for _ in range(draw(n))]
+    peak = np.array([[draw(st.one_of(peaks, peaks, peaks, peaks, peaks, st.just(0.0)))
+                      for _ in prs]
+                     for _ in hws])
+    return {"hw": hws, "md": mds, "pr": prs, "ly": lys, "peak": peak,
+            "batch": np.array([draw(batches) for _ in range(draw(n))], dtype=np.float64),
+            "context": np.array([draw(contexts) for _ in range(draw(n))], dtype=np.float64),
+            "output_len": np.array([draw(outputs) for _ in range(draw(n))], dtype=np.float64),
+            "prefill_chunk": draw(chunks)}
+
+
+# ------------------------------------------------------------------------------ kernel plumbing
+def evaluate(points: list[dict], prefill_chunk: float | None = None) -> list[dict[str, float]]:
+    """Evaluate point dicts (keys hw, md, pr, ly, peak, batch, context, output_len) with
+    ``kernels.evaluate_points`` in one call; one ``{metric: float}`` per point.
+
+    Every point gets its own table rows, and the peak table is ``(n, n)`` with the point's peak on
+    the diagonal and decoys elsewhere, so that the kernel's row gathering is exercised too.
+    """
+    import kernels  # local: keep this module importable without compiling anything
+
+    n = len(points)
+    peak = np.full((n, n), 7.0e13)
+    for i, p in enumerate(points):
+        peak[i, i] = p["peak"]
+    idx = np.arange(n, dtype=np.int64)
+    kw = {} if prefill_chunk is None else {"prefill_chunk": float(prefill_chunk)}
+    out = kernels.evaluate_points(
+        hw_table([p["hw"] for p in points]), model_table([p["md"] for p in points]), peak,
+        precision_table([p["pr"] for p in points]), layout_table([p["ly"] for p in points]),
+        idx, idx, idx, idx,
+        np.array([p["batch"] for p in points], dtype=np.float64),
+        np.array([p["context"] for p in points], dtype=np.float64),
+        np.array([p["output_len"] for p in points], dtype=np.float64), **kw)
+    from kernels.params import METRICS
+    return [{name: float(out[j, i]) for j, name in enumerate(METRICS)} for i in range(n)]
+
+
+def evaluate_one(p: dict, prefill_chunk: float | None = None) -> dict[str, float]:
+    return evaluate([p], prefill_chunk)[0]
+
+
+def with_capacity_for(p: dict, prefill_chunk: float | None = None, factor: float = 1.01) -> dict:
+    """A copy of point ``p`` whose device tiers (scaled together) and host tier are large enough
+    for it to fit: memory_per_device is independent of the hardware, so read it from the kernel
+    and scale. ``p`` must be structurally compatible."""
+    mem = evaluate_one(p, prefill_chunk)["memory_per_device"]
+    assert np.isfinite(mem), "point is incompatible"
+    hw = dict(p["hw"])
+    usable = hw["capacity_fraction"] * sum(hw[f"tier{i}_capacity"] for i in range(3))
+    scale = max(1.0, factor * mem / usable)
+    for i in range(3):
+        hw[f"tier{i}_capacity"] *= scale
+    if p["ly"]["offload"] > 0:
+        hw["host_capacity"] = max(hw["host_capacity"], factor * mem)
+        hw["host_bandwidth"] = hw["host_bandwidth"] or 64e9
+        hw["host_efficiency"] = hw["host_efficiency"] or 0.8
+    return {**p, "hw": hw}
+
+
+def variant(p: dict, **changes) -> dict:
+    """A copy of point ``p`` with top-level values or nested fields changed: ``hw=dict(...)``,
+    ``md=dict(...)`` etc. are merged into the nested dicts; scalars replace."""
+    q = dict(p)
+    for key, val in changes.items():
+        q[key] = {**p[key], **val} if isinstance(val, dict) else val
+    return q
+
+
+@st.composite
+def fitting_points(draw, model_kind=None, n_tiers=None, host=None, offload=None,
+                   layout=None) -> dict:
+    """A structurally compatible point (positive peak, host tier whenever offloading) whose device
+    is sized so that it fits; ``layout`` overrides layout fields."""
+    md = draw(models(model_kind))
+    ly = draw(layouts_for(md, offload=offload))
+    if layout:
+        ly.update({k: float(v) for k, v in layout.items()})
+    has_host = True if ly["offload"] > 0 else host
+    hw = draw(device_for(md, n_tiers=n_tiers, host=has_host))
+    p = {"hw": hw, "md": md, "pr": draw(precisions()), "ly": ly, "peak": draw(peaks),
+         "batch": draw(batches), "context": draw(contexts), "output_len": draw(outputs)}
+    return with_capacity_for(p, factor=draw(st.floats(1.01, 4.0)))

@@ -1,0 +1,254 @@
+"""The results layer: Dataset structure, round trips, streamed chunked writes, atomicity, CLI."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+import sweep
+from grids.errors import SpecError
+from sweep.cli import main
+from sweep.io import TMP_PREFIX, flag_labels, write_dataset
+from sweep.run import plan_chunks, run_with_stats
+from sweep.variables import VARIABLES, check_dataset
+
+SMALL = {
+    "hardware": ["h100-sxm", "mi300x", "groq-lpu", "sn40l"],
+    "model": ["llama-3.1-8b", "mixtral-8x7b"],
+    "batch": [1, 8, 64],
+    "context": [128, 4096],
+    "output_len": 128,
+    "precision": ["bf16", "fp8"],
+    "parallelism": ["tp1", "tp2", "ep2", "tp8-pp16"],
+}
+DIMS6 = ("hardware", "model", "batch", "context", "precision", "parallelism")
+
+
+@pytest.fixture(scope="module")
+def small_ds() -> xr.Dataset:
+    return sweep.run(SMALL, progress=False)
+
+
+def _same(a: xr.Dataset, b: xr.Dataset) -> None:
+    for name in VARIABLES:
+        np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)
+        assert a[name].dtype == b[name].dtype, name
+
+
+def test_dataset_structure(small_ds):
+    assert tuple(small_ds["ttft"].dims) == DIMS6
+    assert check_dataset(small_ds) == []
+    for name in VARIABLES:
+        assert small_ds[name].attrs["units"], name
+    assert small_ds["fits"].dtype == np.int8
+    assert small_ds["bound"].dtype == np.int8
+    assert small_ds["bound"].attrs["flag_meanings"].split()[:2] == ["infeasible", "compute"]
+    labels = flag_labels(small_ds["bound"])
+    assert set(np.unique(labels.values)) <= {"infeasible", "compute", "sram", "dram",
+                                             "host_link", "interconnect", "overhead"}
+    assert set(small_ds["bound"].values.ravel()) <= {-1, 0, 1, 2, 3, 4, 5}
+    for coord in ("peak_bf16_flops", "hbm_bandwidth", "tdp", "params_total", "params_active",
+                  "tp", "pp", "ep", "dp", "offload", "devices"):
+        assert coord in small_ds.coords, coord
+    for key in ("package_version", "grid_spec_toml", "catalog_sha256", "created_utc",
+                "efficiency_parameters_json"):
+        assert small_ds.attrs[key], key
+    assert int(small_ds["output_len"]) == 128
+
+
+def test_infeasible_points_are_nan(small_ds):
+    bad = small_ds["fits"].values == 0
+    assert bad.any() and (~bad).any()
+    for name in ("ttft", "tpot", "throughput", "tokens_per_joule", "power"):
+        assert np.isnan(small_ds[name].values[bad]).all(), name
+        assert np.isfinite(small_ds[name].values[~bad]).all(), name
+    assert (small_ds["bound"].values[bad] == -1).all()
+
+
+@pytest.mark.parametrize("fmt,suffix", [("netcdf", ".nc"), ("zarr", ".zarr")])
+def test_round_trip(small_ds, tmp_path, fmt, suffix):
+    path = tmp_path / f"r{suffix}"
+    write_dataset(small_ds, path, fmt)
+    back = sweep.open(path)
+    _same(small_ds, back)
+    for k, v in small_ds.attrs.items():
+        assert back.attrs[k] == v, k
+    for name in VARIABLES:
+        for k in ("units", "long_name"):
+            assert back[name].attrs[k] == small_ds[name].attrs[k]
+    assert list(back["hardware"].values) == list(small_ds["hardware"].values)
+    if fmt == "netcdf":  # a plain xarray open works too
+        plain = xr.open_dataset(path)
+        _same(small_ds, plain)
+        assert plain["tpot"].attrs["units"] == "s"
+
+
+def test_streamed_chunks_equal_in_memory(small_ds, tmp_path):
+    out = tmp_path / "streamed.nc"
+    ds, stats = run_with_stats(SMALL, max_memory="1 MiB", progress=False, output=out)
+    # 1 MiB budget -> kernel chunks of ~4000 points; the grid has 768 x 4 x ... points
+    _same(small_ds, ds)
+    assert stats.chunks >= 1
+    chunks = plan_chunks((4, 2, 3, 2, 1, 2, 4), 20)
+    covered = np.zeros((4, 2, 3, 2), dtype=int)
+    for c in chunks:
+        covered[c.h, c.m, c.b, c.s] += 1
+        assert c.size((4, 2, 3, 2, 1, 2, 4)) <= 20 or (c.s.stop - c.s.start) == 1
+    assert (covered == 1).all()
+
+
+def test_many_chunks_streamed(tmp_path):
+    spec = dict(SMALL, batch=[1, 2, 4, 8, 16, 32, 64, 128], context=[128, 512, 2048, 8192])
+    mem = sweep.run(spec, progress=False)
+    ds, stats = run_with_stats(spec, max_memory="64 KiB", progress=False,
+                               output=tmp_path / "x.nc")
+    assert stats.chunks > 1
+    _same(mem, ds)
+
+
+def test_output_len_as_dim():
+    ds = sweep.run(dict(SMALL, output_len=[16, 256]), progress=False)
+    assert tuple(ds["tpot"].dims) == ("hardware", "model", "batch", "context", "output_len",
+                                      "precision", "parallelism")
+    fits = ds["fits"].values == 1
+    assert (ds["e2e_latency"].values[fits] > 0).all()
+
+
+def test_in_memory_over_budget_is_a_clear_error():
+    with pytest.raises(SpecError, match="max_memory"):
+        sweep.run(dict(SMALL, batch=list(range(1, 200))), max_memory="64 KiB", progress=False)
+
+
+def test_failure_mid_write_leaves_previous_file(tmp_path, monkeypatch):
+    target = tmp_path / "keep.nc"
+    target.write_bytes(b"previous result")
+    runmod = importlib.import_module("sweep.run")  # the module, not the function sweep.run
+
+    calls = {"n": 0}
+    real = runmod.GridRun.evaluate
+
+    def flaky(self, c):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real(self, c)
+
+    monkeypatch.setattr(runmod.GridRun, "evaluate", flaky)
+    spec = dict(SMALL, batch=[1, 2, 4, 8, 16, 32, 64, 128], context=[128, 512, 2048, 8192])
+    with pytest.raises(KeyboardInterrupt):
+        run_with_stats(spec, max_memory="64 KiB", progress=False, output=target)
+    assert target.read_bytes() == b"previous result"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(TMP_PREFIX)]
+
+
+def _spawn_run(tmp_path: Path, out: Path) -> subprocess.Popen:
+    spec = tmp_path / "big.toml"
+    spec.write_text(textwrap.dedent("""
+        hardware = "all"
+        model = ["llama-3.1-8b", "llama-3.3-70b", "mixtral-8x7b", "qwen3-32b"]
+        batch = { from = 1, to = 4096, scale = "linear", num = 400 }
+        context = { from = 128, to = 131072, scale = "log2" }
+        precision = ["bf16", "fp8", "w4a16", "int8"]
+        parallelism = { tp = [1, 2, 4, 8], pp = [1, 2], ep = [1] }
+    """))
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    # a background shell (CI) starts children with SIGINT ignored; restore the default so the
+    # child's Python installs its KeyboardInterrupt handler as in an interactive terminal
+    return subprocess.Popen([sys.executable, "-m", "sweep.cli", "run", str(spec), "-o", str(out),
+                             "--max-memory", "2 MiB", "--no-progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            cwd=tmp_path,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def _wait_for_partial(tmp_path: Path, proc: subprocess.Popen, timeout: float = 60.0) -> bool:
+    end = time.time() + timeout
+    while time.time() < end and proc.poll() is None:
+        partial = [p for p in tmp_path.iterdir() if p.name.startswith(TMP_PREFIX)]
+        if partial and partial[0].stat().st_size > 0:
+            time.sleep(0.5)
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_killed_run_leaves_no_partial_target(tmp_path, sig):
+    out = tmp_path / "result.nc"
+    out.write_bytes(b"previous")
+    proc = _spawn_run(tmp_path, out)
+    assert _wait_for_partial(tmp_path, proc), proc.communicate()
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert out.read_bytes() == b"previous"
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130
+        text = err.decode()
+        assert "interrupted" in text and "Traceback" not in text
+        assert len(text.strip().splitlines()) == 1
+        assert not [p for p in tmp_path.iterdir() if p.name.startswith(TMP_PREFIX)]
+    else:
+        assert proc.returncode == -signal.SIGKILL
+
+
+def test_cli_run_info_and_bad_input(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text('hardware = ["h100-sxm", "mi300x"]\nmodel = ["llama-3.1-8b"]\n'
+                    'batch = [1, 16]\ncontext = [512]\nprecision = ["bf16"]\n'
+                    'parallelism = ["tp1"]\n')
+    out = tmp_path / "o.nc"
+    assert main(["run", str(spec), "-o", str(out), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    for word in ("grid", "points", "wall time", "points/s", "feasible", "variation"):
+        assert word in text
+    assert main(["info", str(out)]) == 0
+    info = capsys.readouterr().out
+    assert "tpot" in info and "[s]" in info and "grid spec" in info
+    bad = tmp_path / "bad.toml"
+    bad.write_text('hardware = ["h100-sxmm"]\nbatch = [-1]\nprecision = ["fp9"]\n')
+    assert main(["run", str(bad), "-o", str(tmp_path / "b.nc")]) == 2
+    err = capsys.readouterr().err
+    assert "h100-sxm" in err and "Traceback" not in err and "3 problems" in err
+    assert main(["info", str(tmp_path / "missing.nc")]) == 2
+    bad.write_text("hardware = [")
+    assert main(["run", str(bad)]) == 2
+    assert "malformed TOML" in capsys.readouterr().err
+
+
+def test_evaluate_matches_grid(small_ds):
+    rows = []
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        pt = {d: small_ds[d].values[rng.integers(small_ds.sizes[d])] for d in DIMS6}
+        rows.append(pt)
+    table = pd.DataFrame(rows).rename(columns={"parallelism": "layout"})
+    table["output_len"] = 128
+    res = sweep.evaluate(table)
+    for r, pt in zip(res.itertuples(), rows):
+        sel = small_ds.sel({d: pt[d] for d in DIMS6})
+        for name in ("ttft", "tpot", "throughput", "fits", "bound", "latency_cov"):
+            a, b = getattr(r, name), sel[name].item()
+            assert (np.isnan(a) and np.isnan(b)) or a == b, name
+
+
+def test_evaluate_reports_every_bad_row():
+    table = pd.DataFrame({"hardware": ["h100", "mi300x"], "model": ["llama-3.1-8b", "nope"],
+                          "batch": [1, 0], "context": [128, 128], "output_len": [1, 1],
+                          "precision": ["bf16", "fp7"], "layout": ["tp1", "tp1"]})
+    with pytest.raises(SpecError) as exc:
+        sweep.evaluate(table)
+    assert len(exc.value.problems) >= 4
+    with pytest.raises(SpecError, match="lacks columns"):
+        sweep.evaluate(table.drop(columns=["layout"]))
