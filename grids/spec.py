@@ -347,7 +347,9 @@ def _hardware(value: Any, eff_over: dict[str, Any], hypo: dict[str, Any], resolv
                 problems.extend(exc.problems)
                 continue
             if not lo < q <= hi:
-                problems.append(f"{where}.{k} = {v!r} is outside ({max(lo, 0.0):g}, {hi:g}]")
+                bracket = "(" if lo >= 0 else "["  # lo < 0 encodes "0 allowed"
+                problems.append(f"{where}.{k} = {v!r} is outside {bracket}{max(lo, 0.0):g}, "
+                                f"{hi:g}]")
                 continue
             values[f"efficiency.{k}"] = q
         return values

@@ -3,12 +3,22 @@
 This package imports neither ``grids`` nor ``sweep``. Entry points: :func:`evaluate_grid` (the
 Cartesian grid) and :func:`evaluate_points` (a list of arbitrary points); both run the same
 per-point physics in :mod:`kernels.roofline`. The array contract is :mod:`kernels.params`.
+Importing this package does not import numba: the entry points load on first use.
 """
 
-from kernels.grid import N_METRICS, evaluate_grid, evaluate_points
 from kernels.params import (BOUND_INFEASIBLE, BOUND_MEANINGS, HW_FIELDS, LAYOUT_FIELDS, METRICS,
                             MODEL_FIELDS, PRECISION_FIELDS, pack)
 
-__all__ = ["evaluate_grid", "evaluate_points", "pack", "METRICS", "N_METRICS", "HW_FIELDS",
-           "MODEL_FIELDS", "PRECISION_FIELDS", "LAYOUT_FIELDS", "BOUND_MEANINGS",
-           "BOUND_INFEASIBLE"]
+N_METRICS = len(METRICS)
+
+__all__ = ["BOUND_INFEASIBLE", "BOUND_MEANINGS", "HW_FIELDS", "LAYOUT_FIELDS", "METRICS",
+           "MODEL_FIELDS", "N_METRICS", "PRECISION_FIELDS", "evaluate_grid", "evaluate_points",
+           "pack"]
+
+
+def __getattr__(name: str):
+    if name in ("evaluate_grid", "evaluate_points"):
+        from kernels import grid
+
+        return getattr(grid, name)
+    raise AttributeError(f"module 'kernels' has no attribute {name!r}")

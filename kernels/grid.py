@@ -11,7 +11,8 @@ import numpy as np
 
 from kernels.accelerate import parallel_jit, prange
 from kernels.params import METRICS
-from kernels.roofline import evaluate_point
+from kernels.roofline import (evaluate_point, is_compatible, stage_point, stage_prompt,
+                               stage_static, store_incompatible)
 
 N_METRICS = len(METRICS)
 
@@ -25,22 +26,40 @@ def _grid_kernel(hw, md, peak, batch, context, output_len, pr, ly, prefill_chunk
     n_o = output_len.shape[0]
     n_p = pr.shape[0]
     n_l = ly.shape[0]
-    inner = n_s * n_o * n_p * n_l
+    n_pl = n_p * n_l
+    inner = n_s * n_o * n_pl
     n_outer = n_h * n_m * n_b
+    # parallel over (hardware, model, batch); inside, each quantity is computed once per distinct
+    # value of the axes it depends on: per (precision, layout) the context-free part, per context
+    # the prefill part, per output length the rest (kernels.roofline, stage_*). Output index of
+    # (s, o, p, l) inside the block: ((s * n_o + o) * n_p + p) * n_l + l (storage order).
     for outer in prange(n_outer):
         b = outer % n_b
         hm = outer // n_b
         m = hm % n_m
         h = hm // n_m
         base = outer * inner
-        j = base
-        for s in range(n_s):
-            for o in range(n_o):
-                for p in range(n_p):
-                    for li in range(n_l):
-                        evaluate_point(hw[h], md[m], peak[h, p], batch[b], context[s],
-                                       output_len[o], pr[p], ly[li], prefill_chunk, out, j)
-                        j += 1
+        hw_h = hw[h]
+        md_m = md[m]
+        bt = batch[b]
+        for p in range(n_p):
+            pr_p = pr[p]
+            pk = peak[h, p]
+            for li in range(n_l):
+                ly_l = ly[li]
+                j0 = base + p * n_l + li
+                if not is_compatible(hw_h, md_m, pk, ly_l):
+                    for so in range(n_s * n_o):
+                        store_incompatible(out, j0 + so * n_pl)
+                    continue
+                st = stage_static(hw_h, md_m, pk, bt, pr_p, ly_l)
+                for s in range(n_s):
+                    cs = context[s]
+                    pt = stage_prompt(st, hw_h, md_m, pr_p, ly_l, bt, cs, prefill_chunk)
+                    js = j0 + s * n_o * n_pl
+                    for o in range(n_o):
+                        stage_point(st, pt, hw_h, md_m, pk, pr_p, ly_l, bt, cs, output_len[o],
+                                    out, js + o * n_pl)
 
 
 @parallel_jit

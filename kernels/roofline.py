@@ -109,69 +109,62 @@ def ring_allreduce_time(nbytes, n, bw, lat):
 
 
 @scalar_jit
-def place(hw, seg0, seg1, seg2, seg3, tr0, tr1, tr2, tr3, host_bytes, host_traffic,
-          allow_spill):
-    """Place four segments fastest tier first and time the reads  [model.md eq. (8)].
-
-    seg0..seg3 are resident bytes (dense weights, expert weights, KV cache, activations) in that
-    order; tr0..tr3 the bytes of each segment read or written in the phase, spread over the tiers in
-    proportion to where the segment lies. Bytes that do not fit the device tiers spill to the host
-    tier when ``allow_spill`` (the layout offloads), else the point does not fit. ``host_bytes`` /
-    ``host_traffic`` are bytes placed in the host tier by the offload fraction.
-
-    Returns (fits, t_sram, t_dram, t_host, time_at_peak) where the t_* are times at achievable
-    bandwidth per tier kind and time_at_peak is sum(bytes / peak bandwidth) (for utilisation).
-    """
-    capf = hw[H_CAPF]
-    free0 = hw[H_T0C] * capf
-    free1 = hw[H_T1C] * capf
-    free2 = hw[H_T2C] * capf
-    t_sram = 0.0
-    t_dram = 0.0
-    t_peak = 0.0
-    spill = 0.0
-    spill_traffic = 0.0
-    for i in range(4):
-        if i == 0:
-            size, traffic = seg0, tr0
-        elif i == 1:
-            size, traffic = seg1, tr1
-        elif i == 2:
-            size, traffic = seg2, tr2
+def _put_segment(hw, size, traffic, st):
+    """Place one segment of ``size`` bytes (``traffic`` bytes of it moved) fastest tier first,
+    continuing the placement state ``st`` (see :func:`place_begin`)."""
+    free0, free1, free2, t_sram, t_dram, t_peak, spill, spill_traffic = st
+    if size <= 0.0:
+        return st
+    rate = traffic / size
+    remaining = size
+    for t in range(3):
+        if remaining <= 0.0:
+            break
+        if t == 0:
+            free, bw, eff, kind = free0, hw[H_T0B], hw[H_T0E], hw[H_T0K]
+        elif t == 1:
+            free, bw, eff, kind = free1, hw[H_T1B], hw[H_T1E], hw[H_T1K]
         else:
-            size, traffic = seg3, tr3
-        if size <= 0.0:
+            free, bw, eff, kind = free2, hw[H_T2B], hw[H_T2E], hw[H_T2K]
+        if free <= 0.0:
             continue
-        rate = traffic / size
-        remaining = size
-        for t in range(3):
-            if remaining <= 0.0:
-                break
-            if t == 0:
-                free, bw, eff, kind = free0, hw[H_T0B], hw[H_T0E], hw[H_T0K]
-            elif t == 1:
-                free, bw, eff, kind = free1, hw[H_T1B], hw[H_T1E], hw[H_T1K]
-            else:
-                free, bw, eff, kind = free2, hw[H_T2B], hw[H_T2E], hw[H_T2K]
-            if free <= 0.0:
-                continue
-            put = min(free, remaining)
-            remaining -= put
-            if t == 0:
-                free0 -= put
-            elif t == 1:
-                free1 -= put
-            else:
-                free2 -= put
-            moved = put * rate
-            t_peak += moved / bw
-            if kind < 0.5:
-                t_sram += moved / (bw * eff)
-            else:
-                t_dram += moved / (bw * eff)
-        if remaining > 0.0:
-            spill += remaining
-            spill_traffic += remaining * rate
+        put = min(free, remaining)
+        remaining -= put
+        if t == 0:
+            free0 -= put
+        elif t == 1:
+            free1 -= put
+        else:
+            free2 -= put
+        moved = put * rate
+        t_peak += moved / bw
+        if kind < 0.5:
+            t_sram += moved / (bw * eff)
+        else:
+            t_dram += moved / (bw * eff)
+    if remaining > 0.0:
+        spill += remaining
+        spill_traffic += remaining * rate
+    return free0, free1, free2, t_sram, t_dram, t_peak, spill, spill_traffic
+
+
+@scalar_jit
+def place_begin(hw, seg0, seg1, tr0, tr1):
+    """First half of :func:`place`: the two weight segments (they do not depend on the prompt or
+    output length, so the grid kernel places them once per hardware x model x batch x precision x
+    layout). Returns the placement state (free bytes per tier, times so far, spill so far)."""
+    capf = hw[H_CAPF]
+    st = (hw[H_T0C] * capf, hw[H_T1C] * capf, hw[H_T2C] * capf, 0.0, 0.0, 0.0, 0.0, 0.0)
+    st = _put_segment(hw, seg0, tr0, st)
+    return _put_segment(hw, seg1, tr1, st)
+
+
+@scalar_jit
+def place_end(hw, st, seg2, seg3, tr2, tr3, host_bytes, host_traffic, allow_spill):
+    """Second half of :func:`place`: KV cache and activations, then the host tier."""
+    st = _put_segment(hw, seg2, tr2, st)
+    st = _put_segment(hw, seg3, tr3, st)
+    _, _, _, t_sram, t_dram, t_peak, spill, spill_traffic = st
     fits = True
     t_host = 0.0
     total_host = host_bytes + spill
@@ -188,18 +181,55 @@ def place(hw, seg0, seg1, seg2, seg3, tr0, tr1, tr2, tr3, host_bytes, host_traff
 
 
 @scalar_jit
-def evaluate_point(hw, md, peak, batch, context, output_len, pr, ly, prefill_chunk, out, j):
-    """Evaluate every metric of one grid point and store them in ``out[:, j]`` (see params.METRICS).
+def place(hw, seg0, seg1, seg2, seg3, tr0, tr1, tr2, tr3, host_bytes, host_traffic,
+          allow_spill):
+    """Place four segments fastest tier first and time the reads  [model.md eq. (8)].
 
-    hw, md, pr, ly : rows of the hardware, model, precision and layout tables
-    peak : dense peak FLOP/s of this hardware for this precision's compute dtype (0 = none)
-    batch, context, output_len : sequences per replica, prompt tokens, generated tokens per sequence
-    prefill_chunk : tokens per prefill forward pass (activation memory, weight re-reads)
+    seg0..seg3 are resident bytes (dense weights, expert weights, KV cache, activations) in that
+    order; tr0..tr3 the bytes of each segment read or written in the phase, spread over the tiers in
+    proportion to where the segment lies. Bytes that do not fit the device tiers spill to the host
+    tier when ``allow_spill`` (the layout offloads), else the point does not fit. ``host_bytes`` /
+    ``host_traffic`` are bytes placed in the host tier by the offload fraction.
+
+    Returns (fits, t_sram, t_dram, t_host, time_at_peak) where the t_* are times at achievable
+    bandwidth per tier kind and time_at_peak is sum(bytes / peak bandwidth) (for utilisation).
     """
+    return place_end(hw, place_begin(hw, seg0, seg1, tr0, tr1), seg2, seg3, tr2, tr3,
+                     host_bytes, host_traffic, allow_spill)
+
+
+# ------------------------------------------------------------------------------------------------
+# One point, in three stages by the axes each quantity depends on, so that the Cartesian kernel can
+# compute each quantity once per distinct value of its axes (``kernels.grid``) while the point-list
+# kernel chains the stages per point. Every expression is the same as when written in one piece,
+# operand for operand, so the results are bit-identical whichever way the stages are called.
+
+
+@scalar_jit
+def is_compatible(hw, md, peak, ly):
+    """Compatibility of (hardware, model, precision, layout): model.md section 2."""
+    tp = ly[L_TP]
+    ep = ly[L_EP]
+    n_exp = md[M_NEXP]
+    compatible = peak > 0.0
+    if md[M_TPDIV] % tp != 0.0:
+        compatible = False
+    if ep > 1.0 and (n_exp <= 0.0 or n_exp % ep != 0.0):
+        compatible = False
+    if ly[L_PP] > md[M_L]:
+        compatible = False
+    if ly[L_OFF] > 0.0 and hw[H_HC] <= 0.0:
+        compatible = False
+    return compatible
+
+
+@scalar_jit
+def stage_static(hw, md, peak, batch, pr, ly):
+    """Quantities of one compatible (hardware, model, batch, precision, layout): everything that
+    depends on neither the prompt nor the output length. Returns a tuple read by the next stages."""
     tp = ly[L_TP]
     pp = ly[L_PP]
     ep = ly[L_EP]
-    dp = ly[L_DP]
     off = ly[L_OFF]
     n_layers = md[M_L]
     d_model = md[M_D]
@@ -207,19 +237,7 @@ def evaluate_point(hw, md, peak, batch, context, output_len, pr, ly, prefill_chu
     topk = md[M_TOPK]
     wb = pr[P_WB]
     ab = pr[P_AB]
-    kvb = pr[P_KVB]
     eb = pr[P_EB]
-
-    # ---- compatibility of (hardware, model, precision, layout): model.md section 2
-    compatible = peak > 0.0
-    if md[M_TPDIV] % tp != 0.0:
-        compatible = False
-    if ep > 1.0 and (n_exp <= 0.0 or n_exp % ep != 0.0):
-        compatible = False
-    if pp > n_layers:
-        compatible = False
-    if off > 0.0 and hw[H_HC] <= 0.0:
-        compatible = False
 
     # ---- sizes per replica and per device: eqs. (1)-(4)
     stage_layers = math.ceil(n_layers / pp)
@@ -236,39 +254,18 @@ def evaluate_point(hw, md, peak, batch, context, output_len, pr, ly, prefill_chu
         w_ends = w_head + w_embed
     dense_dev = (w_linear * sf + w_ends) / tp
     experts_dev = moe_stage * (n_exp / ep) * w_expert_one / tp
-
-    l_max = context + output_len
-    c_mean = context + 0.5 * output_len  # mean KV length over generation, eq. (6)
-    win = md[M_WIN]
-    kv_seq_cap = md[M_KVF] * l_max + md[M_KVW] * (min(l_max, win) if win > 0.0 else l_max)
-    kv_seq_mean = md[M_KVF] * c_mean + md[M_KVW] * (min(c_mean, win) if win > 0.0 else c_mean)
-    kv_seq_prompt = md[M_KVF] * context + md[M_KVW] * (min(context, win) if win > 0.0 else context)
+    weights_dev = dense_dev + experts_dev
     if md[M_KVSH] > 0.5 and md[M_NKV] > 0.0:
         kv_frac = math.ceil(md[M_NKV] / tp) / md[M_NKV]
     else:
         kv_frac = 1.0
     b_group = batch / ep  # sequences per attention group
-    kv_dev = b_group * kv_seq_cap * kvb * kv_frac * sf
     act_per_token_layer = md[M_ACT] / n_layers
-    tokens_chunk = min(b_group * context, prefill_chunk)
-    act_dev = (tokens_chunk * act_per_token_layer * ab + b_group * md[M_V] * 4.0) / tp
-    mem_dev = dense_dev + experts_dev + kv_dev + act_dev
-
-    # fewest devices whose on-device tiers hold the replica, eq. (14)
-    total_replica = (w_linear + w_head + w_embed + w_experts_all + batch * kv_seq_cap * kvb
-                     + min(batch * context, prefill_chunk) * act_per_token_layer * ab
-                     + batch * md[M_V] * 4.0)
+    logits_dev = b_group * md[M_V] * 4.0
+    # replica total for eq. (14): weights + KV + activations + logits, summed in this order
+    w_replica = w_linear + w_head + w_embed + w_experts_all
+    logits_replica = batch * md[M_V] * 4.0
     dev_cap = (hw[H_T0C] + hw[H_T1C] + hw[H_T2C]) * hw[H_CAPF]
-    min_dev = math.ceil(total_replica / dev_cap) if dev_cap > 0.0 else NAN
-
-    for k in range(out.shape[0]):
-        out[k, j] = NAN
-    out[O_FITS, j] = 0.0
-    out[O_BOUND, j] = BOUND_INFEASIBLE
-    if not compatible:
-        return
-    out[O_MEM, j] = mem_dev
-    out[O_MIND, j] = min_dev
 
     # interconnect: scale-up inside the domain, scale-out beyond it (model.md section 5)
     devs_rep = tp * pp * ep
@@ -285,27 +282,22 @@ def evaluate_point(hw, md, peak, batch, context, output_len, pr, ly, prefill_chu
     bg_micro = b_micro / ep
     rounds = max(mb, pp)
     on_device = 1.0 - off
+    dense_on = dense_dev * on_device
+    experts_on = experts_dev * on_device
+    host_bytes = (dense_dev + experts_dev) * off
 
-    # ---------------- decode step: eqs. (6)-(11)
+    # ---------------- decode step, the parts without the KV length: eqs. (6)-(11)
     u_dec = experts_touched_fraction(b_micro, topk, n_exp)
     assign_dec = b_micro * topk
     imb_dec, imb_std_dec = ep_imbalance(assign_dec, ep)
     flops_dense = 2.0 * bg_micro * (md[M_PLIN] * sf + md[M_PHEAD]) / tp
     flops_exp = 2.0 * assign_dec * md[M_PEXP] * moe_stage * imb_dec / (ep * tp)
-    win_c = min(c_mean, win) if win > 0.0 else c_mean
-    flops_attn = bg_micro * (md[M_AFD] * c_mean + md[M_AWD] * win_c) * sf / tp
-    flops_dec = flops_dense + flops_exp + flops_attn
-    t_comp = flops_dec / eff_peak
-
-    kv_read = bg_micro * kv_seq_mean * kvb * kv_frac * sf
+    flops_w = flops_dense + flops_exp
+    experts_on_u = experts_on * u_dec
+    weights_read = dense_on + experts_on_u
     act_read_dec = 2.0 * bg_micro * md[M_ACT] * sf * ab / tp
-    fits, ts, td, th, tpk = place(
-        hw, dense_dev * on_device, experts_dev * on_device, kv_dev, act_dev,
-        dense_dev * on_device, experts_dev * on_device * u_dec, kv_read, act_read_dec,
-        (dense_dev + experts_dev) * off, (dense_dev + experts_dev * u_dec) * off, off > 0.0)
-    if not fits:
-        return
-    t_mem = ts + td + th
+    host_traffic_dec = (dense_dev + experts_dev * u_dec) * off
+    dec_place = place_begin(hw, dense_on, experts_on, dense_on, experts_on_u)
 
     msg = bg_micro * d_model * ab
     t_tp = 2.0 * stage_layers * ring_allreduce_time(msg, tp, bw, lat)
@@ -316,8 +308,40 @@ def evaluate_point(hw, md, peak, batch, context, output_len, pr, ly, prefill_chu
     t_comm = t_tp + t_a2a
     t_hop = msg / bw + lat if pp > 1.0 else 0.0
     t_ovh = stage_layers * ovh
-    t_stage = max(t_comp, t_mem) + t_comm + t_ovh
-    tpot = rounds * t_stage + (pp - 1.0) * t_hop
+    t_hops_share = (pp - 1.0) * t_hop / rounds
+    c_all = t_comm + t_hops_share
+
+    return (stage_layers, sf, moe_stage, dense_on, experts_on, weights_dev, kv_frac, b_group,
+            act_per_token_layer, logits_dev, w_replica, logits_replica, dev_cap, bw, lat,
+            eff_peak, ovh, mb, b_micro, bg_micro, rounds, host_bytes, imb_dec, imb_std_dec,
+            flops_exp, flops_w, weights_read, act_read_dec, host_traffic_dec, dec_place, t_a2a,
+            t_comm, t_hop, t_ovh, c_all, dense_dev, experts_dev)
+
+
+@scalar_jit
+def stage_prompt(st, hw, md, pr, ly, batch, context, prefill_chunk):
+    """Quantities that depend on the prompt length but not the output length (prefill,
+    activation sizes). ``st`` is :func:`stage_static`'s tuple for the same point."""
+    (stage_layers, sf, moe_stage, dense_on, experts_on, weights_dev, kv_frac, b_group,
+     act_per_token_layer, logits_dev, w_replica, logits_replica, dev_cap, bw, lat,
+     eff_peak, ovh, mb, b_micro, bg_micro, rounds, host_bytes, imb_dec, imb_std_dec,
+     flops_exp, flops_w, weights_read, act_read_dec, host_traffic_dec, dec_place, t_a2a,
+     t_comm, t_hop, t_ovh, c_all, dense_dev, experts_dev) = st
+    tp = ly[L_TP]
+    pp = ly[L_PP]
+    ep = ly[L_EP]
+    off = ly[L_OFF]
+    d_model = md[M_D]
+    n_exp = md[M_NEXP]
+    topk = md[M_TOPK]
+    win = md[M_WIN]
+    ab = pr[P_AB]
+    kvb = pr[P_KVB]
+
+    kv_seq_prompt = md[M_KVF] * context + md[M_KVW] * (min(context, win) if win > 0.0 else context)
+    tokens_chunk = min(b_group * context, prefill_chunk)
+    act_dev = (tokens_chunk * act_per_token_layer * ab + logits_dev) / tp
+    act_replica = min(batch * context, prefill_chunk) * act_per_token_layer * ab
 
     # ---------------- prefill (TTFT): eqs. (4)-(5), same roofline
     tok_micro = b_micro * context
@@ -332,25 +356,87 @@ def evaluate_point(hw, md, peak, batch, context, output_len, pr, ly, prefill_chu
     t_comp_pre = fl_pre / eff_peak
     kv_write = bg_micro * kv_seq_prompt * kvb * kv_frac * sf
     act_pre = 2.0 * bg_micro * context * md[M_ACT] * sf * ab / tp
-    _, tsp, tdp_, thp, tpk_pre = place(
-        hw, dense_dev * on_device, experts_dev * on_device, kv_dev, act_dev,
-        dense_dev * on_device * n_chunks, experts_dev * on_device * u_pre * n_chunks,
-        kv_write, act_pre,
-        (dense_dev + experts_dev) * off, (dense_dev + experts_dev * u_pre) * off * n_chunks,
-        off > 0.0)
-    t_mem_pre = tsp + tdp_ + thp
+    pre_place = place_begin(hw, dense_on, experts_on, dense_on * n_chunks,
+                            experts_on * u_pre * n_chunks)
+    host_traffic_pre = (dense_dev + experts_dev * u_pre) * off * n_chunks
     msg_pre = bg_micro * context * d_model * ab
     t_comm_pre = 2.0 * stage_layers * ring_allreduce_time(msg_pre, tp, bw, lat)
     if ep > 1.0:
         a2a_pre = bg_micro * context * topk * d_model * ab * (ep - 1.0) / ep * imb_pre / tp
         t_comm_pre += 2.0 * moe_stage * (a2a_pre / bw + (ep - 1.0) * lat)
     t_hop_pre = msg_pre / bw + lat if pp > 1.0 else 0.0
-    t_stage_pre = max(t_comp_pre, t_mem_pre) + t_comm_pre + stage_layers * ovh * n_chunks
+    t_ovh_pre = stage_layers * ovh * n_chunks
+    return (act_dev, act_replica, fl_pre, t_comp_pre, kv_write, act_pre, pre_place,
+            host_traffic_pre, t_comm_pre, t_hop_pre, t_ovh_pre)
+
+
+@scalar_jit
+def store_incompatible(out, j):
+    """Metrics of an incompatible point: NaN, fits = 0, bound = infeasible."""
+    for k in range(out.shape[0]):
+        out[k, j] = NAN
+    out[O_FITS, j] = 0.0
+    out[O_BOUND, j] = BOUND_INFEASIBLE
+
+
+@scalar_jit
+def stage_point(st, pt, hw, md, peak, pr, ly, batch, context, output_len, out, j):
+    """The rest of one compatible point, stored in ``out[:, j]``; ``st``, ``pt`` are the tuples of
+    :func:`stage_static` and :func:`stage_prompt` for it."""
+    (stage_layers, sf, moe_stage, dense_on, experts_on, weights_dev, kv_frac, b_group,
+     act_per_token_layer, logits_dev, w_replica, logits_replica, dev_cap, bw, lat,
+     eff_peak, ovh, mb, b_micro, bg_micro, rounds, host_bytes, imb_dec, imb_std_dec,
+     flops_exp, flops_w, weights_read, act_read_dec, host_traffic_dec, dec_place, t_a2a,
+     t_comm, t_hop, t_ovh, c_all, dense_dev, experts_dev) = st
+    (act_dev, act_replica, fl_pre, t_comp_pre, kv_write, act_pre, pre_place,
+     host_traffic_pre, t_comm_pre, t_hop_pre, t_ovh_pre) = pt
+    tp = ly[L_TP]
+    pp = ly[L_PP]
+    dp = ly[L_DP]
+    off = ly[L_OFF]
+    win = md[M_WIN]
+    kvb = pr[P_KVB]
+
+    # ---- sizes that depend on the sequence length: eqs. (1)-(4), (6), (14)
+    l_max = context + output_len
+    c_mean = context + 0.5 * output_len  # mean KV length over generation, eq. (6)
+    kv_seq_cap = md[M_KVF] * l_max + md[M_KVW] * (min(l_max, win) if win > 0.0 else l_max)
+    kv_seq_mean = md[M_KVF] * c_mean + md[M_KVW] * (min(c_mean, win) if win > 0.0 else c_mean)
+    kv_dev = b_group * kv_seq_cap * kvb * kv_frac * sf
+    mem_dev = weights_dev + kv_dev + act_dev
+    total_replica = w_replica + batch * kv_seq_cap * kvb + act_replica + logits_replica
+    min_dev = math.ceil(total_replica / dev_cap) if dev_cap > 0.0 else NAN
+
+    # ---------------- decode step: eqs. (6)-(11)
+    win_c = min(c_mean, win) if win > 0.0 else c_mean
+    flops_attn = bg_micro * (md[M_AFD] * c_mean + md[M_AWD] * win_c) * sf / tp
+    flops_dec = flops_w + flops_attn
+    t_comp = flops_dec / eff_peak
+    kv_read = bg_micro * kv_seq_mean * kvb * kv_frac * sf
+    fits, ts, td, th, tpk = place_end(hw, dec_place, kv_dev, act_dev, kv_read, act_read_dec,
+                                      host_bytes, host_traffic_dec, off > 0.0)
+    if not fits:
+        for k in range(out.shape[0]):
+            out[k, j] = NAN
+        out[O_FITS, j] = 0.0
+        out[O_BOUND, j] = BOUND_INFEASIBLE
+        out[O_MEM, j] = mem_dev
+        out[O_MIND, j] = min_dev
+        return
+    t_mem = ts + td + th
+    t_stage = max(t_comp, t_mem) + t_comm + t_ovh
+    tpot = rounds * t_stage + (pp - 1.0) * t_hop
+
+    # ---------------- prefill (TTFT): eqs. (4)-(5), same roofline
+    _, tsp, tdp_, thp, tpk_pre = place_end(hw, pre_place, kv_dev, act_dev, kv_write, act_pre,
+                                           host_bytes, host_traffic_pre, off > 0.0)
+    t_mem_pre = tsp + tdp_ + thp
+    t_stage_pre = max(t_comp_pre, t_mem_pre) + t_comm_pre + t_ovh_pre
     ttft = (mb + pp - 1.0) * t_stage_pre + (pp - 1.0) * t_hop_pre
 
     # ---------------- end to end, throughput, energy: eqs. (13)
     e2e = ttft + (output_len - 1.0) * tpot
-    devices = devs_rep * dp
+    devices = tp * pp * ly[L_EP] * dp
     throughput = dp * batch * output_len / e2e
     total_tp = dp * batch * (context + output_len) / e2e
     busy_dec = mb * t_stage / tpot  # fraction of the round a stage is working
@@ -363,8 +449,6 @@ def evaluate_point(hw, md, peak, batch, context, output_len, pr, ly, prefill_chu
     power = devices * energy_dev / e2e
 
     # binding resource of the decode step
-    t_hops_share = (pp - 1.0) * t_hop / rounds
-    c_all = t_comm + t_hops_share
     top = max(t_comp, t_mem)
     if top >= c_all and top >= t_ovh:
         if t_comp >= t_mem:
@@ -395,10 +479,28 @@ def evaluate_point(hw, md, peak, batch, context, output_len, pr, ly, prefill_chu
     out[O_THRD, j] = throughput / devices
     out[O_TPJ, j] = throughput / power
     out[O_PWR, j] = power
+    out[O_MEM, j] = mem_dev
     out[O_FITS, j] = 1.0
     out[O_BOUND, j] = bound
-    out[O_AI, j] = flops_dec / (dense_dev * on_device + experts_dev * on_device * u_dec + kv_read
-                              + act_read_dec + (dense_dev + experts_dev * u_dec) * off)
+    out[O_AI, j] = flops_dec / (weights_read + kv_read + act_read_dec + host_traffic_dec)
     out[O_MFU, j] = mb * flops_dec / (peak * tpot)
     out[O_MBU, j] = mb * tpk / tpot
     out[O_COV, j] = cov
+    out[O_MIND, j] = min_dev
+
+
+@scalar_jit
+def evaluate_point(hw, md, peak, batch, context, output_len, pr, ly, prefill_chunk, out, j):
+    """Evaluate every metric of one grid point and store them in ``out[:, j]`` (see params.METRICS).
+
+    hw, md, pr, ly : rows of the hardware, model, precision and layout tables
+    peak : dense peak FLOP/s of this hardware for this precision's compute dtype (0 = none)
+    batch, context, output_len : sequences per replica, prompt tokens, generated tokens per sequence
+    prefill_chunk : tokens per prefill forward pass (activation memory, weight re-reads)
+    """
+    if not is_compatible(hw, md, peak, ly):
+        store_incompatible(out, j)
+        return
+    st = stage_static(hw, md, peak, batch, pr, ly)
+    pt = stage_prompt(st, hw, md, pr, ly, batch, context, prefill_chunk)
+    stage_point(st, pt, hw, md, peak, pr, ly, batch, context, output_len, out, j)

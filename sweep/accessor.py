@@ -42,6 +42,7 @@ def metric_direction(ds: xr.Dataset, name: str, direction: str | None = None,
                      required: bool = True) -> str:
     """``"max"`` or ``"min"``: ``direction`` if given, else the registry's, else the metric's
     ``better`` attribute. Metrics without a direction raise (``required``) or give ``"none"``."""
+    check_metric(ds, name)
     if direction is not None:
         if direction not in an.DIRECTIONS:
             raise SpecError(f"direction of {name!r} must be 'max' or 'min', got {direction!r}")
@@ -132,7 +133,7 @@ def whole_core(da: xr.DataArray, core: Iterable[str]) -> xr.DataArray:
     """``da`` with its core dims in one chunk each (Dask-backed arrays only)."""
     core = [d for d in core if d in da.dims]
     if da.chunks is not None and core:
-        return da.chunk({d: -1 for d in core})
+        return da.chunk(dict.fromkeys(core, -1))
     return da
 
 
@@ -324,7 +325,7 @@ class SweepAccessor:
         idx = winner_index(da, over, d)
         labels = da[over].values
         best = (da.max(over) if d == "max" else da.min(over))
-        other_all = [x for x in idx.dims]
+        other_all = list(idx.dims)
         frames = []
         for dd in dims_along:
             if idx.sizes[dd] < 2:
@@ -346,16 +347,16 @@ class SweepAccessor:
             data["best_before"] = bv[pos]
             data["best_after"] = bv[after]
             frames.append(pd.DataFrame(data))
-        fixed = [x for x in other_all]
+        fixed = list(other_all)
         cols = [*fixed, "dim", "value_before", "value_after", "winner_before", "winner_after",
                 "best_before", "best_after"]
         if not frames:
             return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
         table = pd.concat(frames, ignore_index=True).reindex(columns=cols)
         for c in [*fixed, "value_before", "value_after"]:
-            if c in idx.coords and np.asarray(idx[c].values).dtype.kind in "iu":
-                table[c] = table[c].astype("Int64")
-            elif c in ("value_before", "value_after") and _all_integral(table[c]):
+            integral = (np.asarray(idx[c].values).dtype.kind in "iu" if c in fixed
+                        else _all_integral(table[c]))
+            if integral:
                 table[c] = table[c].astype("Int64")
         table = table.sort_values(["dim", *fixed, "value_before"], kind="stable",
                                   na_position="first").reset_index(drop=True)

@@ -16,6 +16,8 @@ import numpy as np
 
 #: largest boolean (groups x n x n) block the Pareto filter materialises at once
 PARETO_BLOCK_ELEMENTS = 1 << 22
+#: groups with more candidates than this use the sorted chunked filter instead of all pairs
+LARGE_GROUP = 1024
 
 DIRECTIONS = ("max", "min")
 
@@ -113,6 +115,11 @@ def pareto_mask(x: np.ndarray, valid: np.ndarray | None = None,
         return out
     if n == 1 or k == 0:
         return ok.copy()
+    if n > LARGE_GROUP:
+        for gi in range(g):
+            idx = np.flatnonzero(ok[gi])
+            out[gi, idx] = _pareto_sorted(x[gi, idx])
+        return out
     # only groups with two or more valid candidates need the pairwise test
     multi = ok.sum(axis=1) >= 2
     out[~multi] = ok[~multi]
@@ -129,6 +136,40 @@ def pareto_mask(x: np.ndarray, valid: np.ndarray | None = None,
         dom &= okb[:, :, None]  # only feasible candidates dominate
         out[rows] = okb & ~dom.any(axis=1)
     return out
+
+
+def _dominates(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``out[i, j]``: ``a[i]`` dominates ``b[j]`` (rows are points, columns objectives)."""
+    ge = np.ones((len(a), len(b)), dtype=bool)
+    le = np.ones((len(a), len(b)), dtype=bool)
+    for m in range(a.shape[1]):
+        ge &= a[:, None, m] >= b[None, :, m]
+        le &= a[:, None, m] <= b[None, :, m]
+    return ge & ~le
+
+
+def _pareto_sorted(x: np.ndarray, chunk: int = 256) -> np.ndarray:
+    """Non-dominated rows of one large group of valid points ``(n, k)`` (maximise all).
+
+    Points are visited in decreasing lexicographic order: a dominating point is always
+    lexicographically larger, so a point is final once compared with the front found so far
+    and with the earlier points of its chunk. O(n (|front| + chunk) k).
+    """
+    n = len(x)
+    keep = np.zeros(n, dtype=bool)
+    if n == 0:
+        return keep
+    order = np.lexsort(tuple(-x[:, m] for m in range(x.shape[1] - 1, -1, -1)))
+    front = np.zeros((0, x.shape[1]))
+    for s in range(0, n, chunk):
+        rows = order[s:s + chunk]
+        c = x[rows]
+        dominated = _dominates(front, c).any(axis=0) if len(front) else np.zeros(len(c), bool)
+        dominated |= _dominates(c, c).any(axis=0)
+        new = rows[~dominated]
+        keep[new] = True
+        front = np.concatenate([front, x[new]])
+    return keep
 
 
 # ------------------------------------------------------------------------------ frontiers

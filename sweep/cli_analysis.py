@@ -1,7 +1,332 @@
-"""Commands added to the ``sweep`` CLI by this module (see ``sweep.cli.EXTRA_COMMANDS``)."""
+"""Commands added to the ``sweep`` CLI by this module (see ``sweep.cli.EXTRA_COMMANDS``).
+
+``variation``, ``frontier``, ``pareto``, ``regimes``, ``strategies`` and ``plot`` on a result
+file. Bad input (missing file, unknown metric, dim or label) raises
+:class:`grids.errors.SpecError`, which the CLI prints as one line and exits with code 2.
+"""
 
 from __future__ import annotations
+
+import argparse
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from grids.errors import SpecError
+
+EXIT_OK = 0
+TEXT_ROWS = 40
+
+
+# ------------------------------------------------------------------------------ helpers
+def _open(path: str):
+    import sweep  # noqa: F401 - registers the accessor
+    from sweep.io import open_result
+
+    return open_result(path)
+
+
+def parse_sel(items: list[str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items or ():
+        dim, eq, value = str(item).partition("=")
+        if not eq or not dim.strip() or not value.strip():
+            raise SpecError(f"--sel {item!r}: write DIM=VALUE, e.g. --sel model=llama-3.1-8b")
+        out[dim.strip()] = value.strip()
+    return out
+
+
+def _select(ds, sel: dict[str, str]):
+    from sweep.plots import apply_sel
+
+    return apply_sel(ds, sel)
+
+
+def _best_over(ds, value: list[str] | None, over: str | tuple[str, ...]) -> tuple[str, ...]:
+    """``--best-over``: default the layouts (unless they are what is compared); 'none' = no
+    reduction."""
+    over = (over,) if isinstance(over, str) else tuple(over)
+    if value is None:
+        return tuple(d for d in ("parallelism",) if d in ds.dims and d not in over)
+    if [v.lower() for v in value] in (["none"], []):
+        return ()
+    return tuple(value)
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if x is pd.NA or x is None:
+        return None
+    return x
+
+
+def _records(df: pd.DataFrame) -> list[dict]:
+    df = df.astype(object).where(pd.notna(df), None)
+    return [_jsonable(r) for r in df.to_dict(orient="records")]
+
+
+def _print_json(obj: Any) -> None:
+    print(json.dumps(_jsonable(obj), indent=1, default=str))
+
+
+def _table(df: pd.DataFrame, limit: int | None) -> str:
+    if df.empty:
+        return "(none)"
+    n = len(df)
+    shown = df if limit is None or limit <= 0 or n <= limit else df.head(limit)
+    text = shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")
+    if len(shown) < n:
+        text += f"\n... {n - len(shown)} more rows (use --limit 0 or --json for all)"
+    return text
+
+
+def _where(d: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in d.items()) or "(single point)"
+
+
+# ------------------------------------------------------------------------------ commands
+def _cmd_variation(args: argparse.Namespace) -> int:
+    ds = _select(_open(args.result), parse_sel(args.sel))
+    red = _best_over(ds, args.best_over, args.over)
+    mv = ds.sweep.max_variation(args.metric, over=args.over, best_over=red)
+    if args.json:
+        _print_json({"best_over": list(red), "max_variation": mv})
+        return EXIT_OK
+    how = f" (each {args.over} with its best {'/'.join(red)})" if red else ""
+    if mv is None:
+        print(f"{args.metric}: no point has two feasible {args.over} values{how}")
+        return EXIT_OK
+    u = f" {mv['units']}" if mv["units"] and mv["units"] != "1" else ""
+    print(f"{args.metric} varies up to {mv['ratio']:.4g}x across {args.over}{how}\n"
+          f"  at     {_where(mv['where'])}\n"
+          f"  best   {mv['best']} ({mv['best_value']:.4g}{u})\n"
+          f"  worst  {mv['worst']} ({mv['worst_value']:.4g}{u})")
+    return EXIT_OK
+
+
+def _cmd_frontier(args: argparse.Namespace) -> int:
+    ds = _select(_open(args.result), parse_sel(args.sel))
+    red = _best_over(ds, args.best_over, args.over)
+    table = ds.sweep.frontier(args.metric, over=args.over, along=args.along, best_over=red)
+    if args.json:
+        rows = _records(table if not args.limit else table.head(args.limit))
+        _print_json({"metric": args.metric, "over": args.over, "along": list(args.along),
+                     "best_over": list(red), "crossovers": rows})
+        return EXIT_OK
+    how = f", each with its best {'/'.join(red)}" if red else ""
+    print(f"winner of {args.metric} across {args.over}{how}: {len(table)} crossover(s) along "
+          f"{', '.join(args.along)}")
+    print(_table(table, TEXT_ROWS if args.limit is None else args.limit))
+    return EXIT_OK
+
+
+def _cmd_pareto(args: argparse.Namespace) -> int:
+    from sweep.accessor import parse_objectives
+
+    ds = _select(_open(args.result), parse_sel(args.sel))
+    objs = parse_objectives(ds, args.objectives)
+    mask = ds.sweep.pareto(dict(objs), over=args.over).compute()
+    dims = list(mask.dims)
+    pos = np.nonzero(np.asarray(mask.values))
+    data: dict[str, Any] = {d: np.asarray(ds[d].values)[pos[i]] for i, d in enumerate(dims)}
+    for name, _ in objs:
+        vals = np.asarray(ds[name].transpose(*dims).values)
+        data[name] = vals[pos]
+    table = pd.DataFrame(data)
+    table = table.sort_values([d for d in dims if d not in args.over] + [objs[0][0]],
+                              kind="stable").reset_index(drop=True)
+    over = [d for d in args.over if d in ds.dims]
+    groups = int(np.prod([ds.sizes[d] for d in dims if d not in over])) if dims else 1
+    if args.json:
+        rows = _records(table if not args.limit else table.head(args.limit))
+        _print_json({"objectives": dict(objs), "over": over, "groups": groups,
+                     "non_dominated": len(table), "points": rows})
+        return EXIT_OK
+    print(f"Pareto front of {', '.join(f'{n} ({d})' for n, d in objs)} across "
+          f"{' x '.join(over) or '(nothing)'}: {len(table)} non-dominated point(s) in "
+          f"{groups} group(s)")
+    print(_table(table, TEXT_ROWS if args.limit is None else args.limit))
+    return EXIT_OK
+
+
+def _cmd_regimes(args: argparse.Namespace) -> int:
+    ds = _select(_open(args.result), parse_sel(args.sel))
+    r = ds.sweep.regimes()
+    if args.json:
+        out = []
+        for i, key in enumerate(r["regime"].values):
+            row = r.isel(regime=i)
+            out.append({
+                "regime": str(key), "title": str(row["title"].values),
+                "metric": str(row["metric"].values), "units": str(row["units"].values),
+                "definition": str(row["definition"].values),
+                "n_points": int(row["n_points"].values), "winner": str(row["winner"].values),
+                "reason": str(row["reason"].values),
+                "score": {str(h): _jsonable(float(v)) for h, v in
+                          zip(r["hardware"].values, row["score"].values)},
+                "coverage": {str(h): _jsonable(float(v)) for h, v in
+                             zip(r["hardware"].values, row["coverage"].values)}})
+        _print_json(out)
+        return EXIT_OK
+    table = r["score"].to_pandas().T
+    table.columns = [str(c) for c in table.columns]
+    print("Operational regimes of seed 002 (section IV-A), score per device, best = 1.00")
+    print(table.to_string(float_format=lambda v: f"{v:.2f}", na_rep="n/a"))
+    print("\ndefinitions:")
+    for i, key in enumerate(r["regime"].values):
+        row = r.isel(regime=i)
+        status = (f"winner {row['winner'].values}, {int(row['n_points'])} workload point(s)"
+                  if not str(row["reason"].values) else f"n/a: {row['reason'].values}")
+        print(f"  {key}: {row['metric'].values} [{row['units'].values}]; "
+              f"{row['definition'].values} -> {status}")
+    return EXIT_OK
+
+
+def _cmd_strategies(args: argparse.Namespace) -> int:
+    ds = _select(_open(args.result), parse_sel(args.sel))
+    s = ds.sweep.strategies()
+    scalars = {k: _jsonable(float(s[k])) for k in s.data_vars if s[k].ndim == 0}
+    per = s.drop_vars([k for k in s.data_vars if s[k].ndim == 0]).to_dataframe()
+    if args.json:
+        per = per.reset_index()
+        _print_json({"layouts": _records(per), "ep_vs_tp": scalars,
+                     "notes": s.attrs.get("notes", "")})
+        return EXIT_OK
+    cols = ["strategy", "devices_per_replica", "n_models", "param_compute_ratio",
+            "params_per_device", "throughput_per_device", "latency_cov"]
+    print("Scaling strategies (seed 002 section V), per layout over its feasible points")
+    print(per[cols].to_string(float_format=lambda v: f"{v:.4g}"))
+
+    def f(k):
+        v = scalars.get(k)
+        return "n/a" if v is None else f"{v:.3g}x"
+
+    print(f"\nexpert vs tensor parallelism: parameter-to-compute {f('ep_vs_tp_param_compute')} "
+          f"(EP {scalars.get('ep_param_compute') or float('nan'):.3g}, "
+          f"TP {scalars.get('tp_param_compute') or float('nan'):.3g}); "
+          f"latency CoV {f('ep_vs_tp_latency_cov')}; latency std {f('ep_vs_tp_latency_std')}; "
+          f"TPOT {f('ep_vs_tp_tpot')}; throughput/device "
+          f"{f('ep_vs_tp_throughput_per_device')} "
+          f"({int(scalars.get('matched_points') or 0)} matched point pairs)")
+    if s.attrs.get("notes"):
+        print(f"notes: {s.attrs['notes']}")
+    return EXIT_OK
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from sweep import plots
+
+    ds = _open(args.result)
+    sel = parse_sel(args.sel)
+    kind = args.kind
+    kw: dict[str, Any] = {"sel": sel}
+    if kind in ("winner-map", "variation"):
+        kw.update(model=args.model, precision=args.precision, metric=args.metric or
+                  "throughput", over=args.over)
+        kw["best_over"] = _best_over(ds, args.best_over, args.over)
+    elif kind == "pareto":
+        kw.update(model=args.model, precision=args.precision, hardware=args.hardware,
+                  objectives=args.objectives or ["tpot", "throughput"])
+    elif kind == "roofline":
+        kw.update(model=args.model, precision=args.precision, hardware=args.hardware,
+                  context=args.context, parallelism=args.layout)
+    for opt, kinds in (("hardware", ("pareto", "roofline")), ("objectives", ("pareto",)),
+                       ("context", ("roofline",)), ("layout", ("roofline",)),
+                       ("metric", ("winner-map", "variation"))):
+        if getattr(args, opt) is not None and kind not in kinds:
+            raise SpecError(f"--{opt} does not apply to --kind {kind} (it applies to "
+                            f"{', '.join(kinds)})")
+    fig = plots.plot(ds, kind, **kw)
+    path = plots.save(fig, args.output)
+    print(f"wrote {path}")
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------------ parser
+def _common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
+    p.add_argument("result", help="result file (netCDF or Zarr) written by 'sweep run'")
+    p.add_argument("--sel", action="append", metavar="DIM=VALUE",
+                   help="analyse only this value of a dim (repeatable), e.g. "
+                        "--sel model=llama-3.1-8b")
+    if json_flag:
+        p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 def register(subparsers) -> None:
     """Add this module's sub-commands to the ``sweep`` parser."""
+    v = subparsers.add_parser("variation", help="largest max/min ratio of a metric across a dim")
+    _common(v)
+    v.add_argument("--metric", default="throughput", help="metric (default throughput)")
+    v.add_argument("--over", default="hardware", help="dim compared (default hardware)")
+    v.add_argument("--best-over", nargs="+", metavar="DIM",
+                   help="dims reduced to their best value first (default parallelism; 'none')")
+    v.set_defaults(func=_cmd_variation)
+
+    f = subparsers.add_parser("frontier", help="where the winner of a metric changes along "
+                              "batch and context (crossovers)")
+    _common(f)
+    f.add_argument("--metric", default="throughput", help="metric (default throughput)")
+    f.add_argument("--over", default="hardware", help="dim whose winner is found "
+                   "(default hardware)")
+    f.add_argument("--along", nargs="+", default=["batch", "context"], metavar="DIM",
+                   help="dims along which changes are found (default batch context)")
+    f.add_argument("--best-over", nargs="+", metavar="DIM",
+                   help="dims reduced to their best value first (default parallelism: each "
+                        "device with its best layout; 'none' for no reduction)")
+    f.add_argument("--limit", type=int, default=None,
+                   help=f"rows to print (default {TEXT_ROWS} for text, all for JSON; 0 = all)")
+    f.set_defaults(func=_cmd_frontier)
+
+    p = subparsers.add_parser("pareto", help="non-dominated points for two or more objectives")
+    _common(p)
+    p.add_argument("--objectives", nargs="+", required=True, metavar="METRIC[:min|max]",
+                   help="two or more metrics; directions default to the registry's, e.g. "
+                        "tpot throughput tokens_per_joule or tpot:min throughput:max")
+    p.add_argument("--over", nargs="+", default=["hardware", "parallelism"], metavar="DIM",
+                   help="dims across which candidates compete (default hardware parallelism)")
+    p.add_argument("--limit", type=int, default=None,
+                   help=f"rows to print (default {TEXT_ROWS} for text, all for JSON; 0 = all)")
+    p.set_defaults(func=_cmd_pareto)
+
+    r = subparsers.add_parser("regimes", help="seed 002's six operational regimes scored per "
+                              "device (best = 1)")
+    _common(r)
+    r.set_defaults(func=_cmd_regimes)
+
+    s = subparsers.add_parser("strategies", help="scaling strategies per layout; expert vs "
+                              "tensor parallelism ratios")
+    _common(s)
+    s.set_defaults(func=_cmd_strategies)
+
+    g = subparsers.add_parser("plot", help="draw a figure of a result to a PNG (or PDF/SVG)")
+    _common(g, json_flag=False)
+    g.add_argument("--kind", default="winner-map",
+                   choices=("winner-map", "variation", "pareto", "roofline", "regimes"),
+                   help="figure kind (default winner-map)")
+    g.add_argument("-o", "--output", required=True, metavar="FILE.png", help="image file")
+    g.add_argument("--model", default=None, help="model (default: the first)")
+    g.add_argument("--precision", default=None, help="precision (default: the first)")
+    g.add_argument("--metric", default=None, help="metric for winner-map/variation "
+                   "(default throughput)")
+    g.add_argument("--over", default="hardware", help="dim compared in winner-map/variation")
+    g.add_argument("--best-over", nargs="+", metavar="DIM",
+                   help="dims reduced to their best value (default parallelism; 'none')")
+    g.add_argument("--objectives", nargs="+", default=None, metavar="METRIC[:min|max]",
+                   help="pareto: objectives, the first two are plotted (default tpot "
+                        "throughput)")
+    g.add_argument("--hardware", default=None, help="pareto/roofline: comma-separated "
+                   "device ids to show (default all)")
+    g.add_argument("--context", default=None, type=int,
+                   help="roofline: prompt length (default nearest 2048)")
+    g.add_argument("--layout", default=None, help="roofline: layout (default tp1)")
+    g.set_defaults(func=_cmd_plot)

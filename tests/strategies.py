@@ -43,7 +43,9 @@ def devices(draw, n_tiers=None, host=None, capacity=None, kinds=None) -> dict:
     ``kinds``: optional fixed kind for every tier (0 SRAM, 1 DRAM).
     """
     n = draw(st.integers(1, 3)) if n_tiers is None else n_tiers
+    # fastest first, both in peak and in achievable bandwidth (bw * eff)
     bws = sorted((draw(log_floats(1e9, 1e16)) for _ in range(n)), reverse=True)
+    effs = sorted((draw(efficiencies) for _ in range(n)), reverse=True)
     lo, hi = capacity if capacity is not None else (1e6, 1e13)
     total = draw(log_floats(lo, hi))
     shares = [draw(st.floats(0.05, 1.0)) for _ in range(n)]
@@ -52,7 +54,7 @@ def devices(draw, n_tiers=None, host=None, capacity=None, kinds=None) -> dict:
         if i < n:
             d[f"tier{i}_capacity"] = max(total * shares[i] / sum(shares), 1.0)
             d[f"tier{i}_bandwidth"] = bws[i]
-            d[f"tier{i}_efficiency"] = draw(efficiencies)
+            d[f"tier{i}_efficiency"] = effs[i]
             d[f"tier{i}_kind"] = float(draw(st.sampled_from([0, 1])) if kinds is None else kinds)
         else:
             d[f"tier{i}_capacity"] = 0.0

@@ -216,24 +216,34 @@ def test_pp_divides_per_device_weight_memory(p, pp, exact):
         assert le(wp, w1) and le(w1 / pp, wp, 1e-4)
 
 
-@given(S.fitting_points(n_tiers=1, offload=0.0, layout={"tp": 1, "ep": 1, "pp": 1}),
-       st.sampled_from([2, 3, 4, 8]), st.booleans())
-def test_pp_does_not_speed_up_memory_bound_decode(p, pp, weights_only):
-    """Each token still crosses every stage, and each stage pass re-reads its weights per
-    micro-batch, so a memory-bound decode step is no faster with pp (single tier, so the smaller
-    per-device footprint cannot move data to a faster tier). Checked at B = 1, or for any batch
-    when the step reads only weights: KV reads are *not* covered for B > 1, since with
-    m = min(B, pp) micro-batches each stage reads only its micro-batch's KV, and the stages work on
-    different micro-batches at once - pipelining legitimately speeds up KV-bound decode."""
-    assume(p["md"]["n_layers"] >= pp)
-    if weights_only:
-        p = S.variant(p, md={"kv_elems_full": 0.0, "kv_elems_window": 0.0, "act_elems": 0.0})
-    else:
-        p = S.with_capacity_for(S.variant(p, batch=1))
+def _pp_pair(p, pp):
     p = S.variant(p, peak=HUGE)
     r1, rp = S.evaluate([p, S.variant(p, ly={"pp": float(pp)})])
     assert r1["fits"] == 1 and rp["fits"] == 1
     assert le(r1["tpot"], rp["tpot"]), (r1["tpot"], rp["tpot"])
+
+
+@given(S.fitting_points(n_tiers=1, offload=0.0, layout={"tp": 1, "ep": 1, "pp": 1}),
+       st.sampled_from([2, 3, 4, 8]))
+def test_pp_does_not_speed_up_memory_bound_decode_at_batch_one(p, pp):
+    """Each token still crosses every stage, each reading its share of the weights, so a
+    memory-bound decode step is no faster with pp (single tier: the smaller per-device footprint
+    cannot move data to a faster tier; tp = ep = 1: no link switch). At B = 1 there is a single
+    micro-batch, so this covers every traffic kind (weights, experts, KV, activations)."""
+    assume(p["md"]["n_layers"] >= pp)
+    _pp_pair(S.with_capacity_for(S.variant(p, batch=1)), pp)
+
+
+@given(S.fitting_points(model_kind="dense", n_tiers=1, offload=0.0,
+                        layout={"tp": 1, "ep": 1, "pp": 1}), st.sampled_from([2, 3, 4, 8]))
+def test_pp_does_not_speed_up_weight_bound_decode(p, pp):
+    """Any batch, but a step that reads only dense weights: each stage re-reads its weights for
+    every micro-batch. NOT asserted for B > 1 with KV or routed-expert reads: with m = min(B, pp)
+    micro-batches, a stage reads only its micro-batch's KV and the experts that micro-batch
+    touches (u(B/m) < u(B)), while the stages work on different micro-batches at once, so
+    pipelining legitimately speeds up KV- and expert-bound decode."""
+    assume(p["md"]["n_layers"] >= pp)
+    _pp_pair(S.variant(p, md={"kv_elems_full": 0.0, "kv_elems_window": 0.0, "act_elems": 0.0}), pp)
 
 
 # --------------------------------------------------------------------------------------- offload
@@ -304,9 +314,10 @@ def test_output_identities_and_ranges(p):
     assert 0 < r["mfu"] and le(r["mfu"], hw["flops_efficiency"])
     assert 0 < r["mbu"] and le(r["mbu"], 1.0)
     assert r["arithmetic_intensity"] > 0
-    assert le(hw["jitter"], r["latency_cov"])
-    if ly["ep"] == 1:
-        assert close(r["latency_cov"], hw["jitter"]) or r["latency_cov"] == hw["jitter"]
+    jitter = float(np.float32(hw["jitter"]))  # as stored
+    assert le(jitter, r["latency_cov"])
+    if ly["ep"] == 1:  # no routing imbalance: only the scheduling jitter
+        assert close(r["latency_cov"], jitter) or r["latency_cov"] == jitter
     if ly["offload"] == 0:
         assert r["bound"] != 3
 

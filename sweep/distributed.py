@@ -1,0 +1,305 @@
+"""Evaluate a grid on a Dask cluster, streaming the result atomically to a shared file.
+
+``scheduler`` is ``'local:N'`` (start a :class:`distributed.LocalCluster` of N single-threaded
+worker processes on this machine) or the address of a running scheduler (``'tcp://HOST:PORT'``).
+The grid is cut into chunks (one Dask task each, ``retries=2``); every task evaluates its chunk on
+a worker with the same kernel as the in-process run, so the result is bit-identical to it.
+
+* **Zarr**: the store's metadata is created first by :class:`sweep.io.ResultWriter` under its
+  temporary name; each task then writes its own region straight into the store from the worker.
+  Task regions are unions of whole storage chunks, so no two tasks touch the same storage chunk and
+  a re-executed task (after a worker was killed) overwrites exactly the bytes it wrote before:
+  nothing is lost or duplicated. The output path must be on a filesystem every worker sees.
+* **netCDF**: tasks return their arrays; the client writes each region as it completes
+  (``as_completed``), with a bounded number of tasks in flight so results do not pile up in memory.
+
+Either way the file appears under the target name only after every chunk is written (temporary
+name, then rename); any failure removes the partial file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from grids.errors import SpecError
+from sweep.progress import Progress
+
+#: one kernel call at a time per worker process (numba's thread pool is shared by the process;
+#: other task threads of the same worker keep writing while one computes)
+_KERNEL_LOCK = threading.Lock()
+#: on failure, how long to wait for Zarr tasks still running to finish before deleting [s]
+DRAIN_TIMEOUT = 120.0
+
+
+# ------------------------------------------------------------------------------ worker side
+def _identity(x: Any) -> Any:
+    """Task holding the GridRun on the cluster: recomputable from the graph if its worker dies."""
+    return x
+
+
+def _worker_threads(procs_by_host: dict[str, int] | None) -> int | None:
+    """numba threads for this worker: the host's cores shared among its worker processes."""
+    if not procs_by_host:
+        return None
+    try:
+        from distributed import get_worker
+        from distributed.comm import get_address_host
+
+        host = get_address_host(get_worker().address)
+    except (ImportError, ValueError):
+        return None
+    procs = procs_by_host.get(host, 1)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, (cores or 1) // max(1, procs))
+
+
+def _evaluate(gr, chunk, procs_by_host):
+    import numba
+
+    n = _worker_threads(procs_by_host)
+    with _KERNEL_LOCK:
+        if n is not None:
+            numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+        return gr.evaluate(chunk)
+
+
+def _feasible(out) -> int:
+    from kernels.params import M
+
+    return int(np.count_nonzero(out[M["fits"]] == 1.0))
+
+
+def _chunk_arrays_task(gr, chunk, procs_by_host):
+    """netCDF: evaluate a chunk, return ``({name: array}, feasible points)`` (int8 flags cast)."""
+    out = _evaluate(gr, chunk, procs_by_host)
+    return gr.chunk_arrays(chunk, out), _feasible(out)
+
+
+def _zarr_region_task(gr, chunk, store: str, procs_by_host) -> tuple[int, int]:
+    """Zarr: evaluate a chunk and write it to its region of the store; returns (points, feasible
+    points).
+
+    The region covers whole storage chunks and is overwritten, so running this twice is harmless.
+    """
+    import zarr
+
+    out = _evaluate(gr, chunk, procs_by_host)
+    arrays = gr.chunk_arrays(chunk, out)
+    if not (Path(store) / ".zgroup").exists():
+        raise RuntimeError(f"zarr store {store} is gone (run aborted?)")
+    group = zarr.open_group(store, mode="r+", zarr_format=2)
+    region = gr.region(chunk)
+    for name, arr in arrays.items():
+        group[name][region] = arr
+    return chunk.size(gr.shape), _feasible(out)
+
+
+async def _drain(prefix: str, timeout: float, dask_worker=None) -> int:
+    """Wait (on a worker's event loop) until none of its running tasks' keys start with
+    ``prefix``: a cancelled task keeps running to its end, and may still be writing."""
+    import asyncio
+
+    def running() -> int:
+        tasks = getattr(dask_worker.state, "all_running_tasks", None)
+        if tasks is None:  # pragma: no cover - older distributed
+            tasks = dask_worker.state.executing
+        return sum(1 for ts in tasks if str(ts.key).startswith(prefix))
+
+    t0 = time.monotonic()
+    while running() and time.monotonic() - t0 < timeout:
+        await asyncio.sleep(0.05)
+    return running()
+
+
+# ------------------------------------------------------------------------------ planning
+def zarr_chunks(shape: tuple[int, ...], storage: tuple[int, ...], max_points: int) -> list:
+    """Chunks of ``shape`` = (H, M, B, S, O, P, L) made of whole storage chunks along the first
+    four dims (``storage`` gives their sizes), each of about ``max_points`` points but at least
+    one storage chunk: no two chunks share a storage chunk."""
+    from sweep.run import Chunk, plan_chunks
+
+    sc = [max(1, int(x)) for x in storage[:4]]
+    nblocks = tuple(math.ceil(shape[d] / sc[d]) for d in range(4))
+    block_points = math.prod(sc) * math.prod(shape[4:])
+    out = []
+    for c in plan_chunks(nblocks, max(1, max_points // max(1, block_points))):
+        sl = [slice(s.start * sc[d], min(s.stop * sc[d], shape[d]))
+              for d, s in enumerate((c.h, c.m, c.b, c.s))]
+        out.append(Chunk(*sl))
+    return out
+
+
+def parse_scheduler(scheduler: str) -> tuple[str, int | str]:
+    """``'local:N'`` -> ('local', N); ``'local'`` -> ('local', cores); an address -> ('address', it)."""
+    s = str(scheduler).strip()
+    if s == "local" or s.startswith("local:"):
+        _, _, n = s.partition(":")
+        if not n:
+            return "local", os.cpu_count() or 1
+        try:
+            k = int(n)
+        except ValueError:
+            k = 0
+        if k < 1:
+            raise SpecError(f"scheduler {scheduler!r}: 'local:N' needs a whole number of "
+                            f"workers N >= 1, e.g. 'local:2'")
+        return "local", k
+    if "://" in s:
+        return "address", s
+    raise SpecError(f"scheduler {scheduler!r}: give 'local:N' (a local cluster of N worker "
+                    f"processes) or a scheduler address such as 'tcp://host:8786'")
+
+
+@contextlib.contextmanager
+def _client(scheduler: str):
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise SpecError("--scheduler needs dask.distributed: pip install 'accel-sweep[dask]'"
+                        ) from exc
+    kind, arg = parse_scheduler(scheduler)
+    if kind == "local":
+        cluster = LocalCluster(n_workers=int(arg), threads_per_worker=1, processes=True,
+                               dashboard_address=":0",  # any free port: 8787 may be taken
+                               silence_logs=logging.ERROR)
+        try:
+            client = Client(cluster)
+            try:
+                yield client
+            finally:
+                client.close()
+        finally:
+            cluster.close()
+    else:
+        try:
+            client = Client(arg, timeout="30s")
+        except (OSError, TimeoutError) as exc:
+            raise SpecError(f"cannot reach the Dask scheduler at {arg}: {exc} (start it with "
+                            f"`dask scheduler` and some `dask worker {arg}`)") from exc
+        try:
+            yield client
+        finally:
+            client.close()
+
+
+def _procs_by_host(client) -> dict[str, int]:
+    """host -> number of worker processes on it (to share its cores among them)."""
+    counts: dict[str, int] = {}
+    for w in client.scheduler_info(n_workers=-1).get("workers", {}).values():
+        host = w.get("host")
+        if host:
+            counts[host] = counts.get(host, 0) + 1
+    return counts
+
+
+def _wait_for_workers(client, timeout: float = 60.0) -> int:
+    t0 = time.monotonic()
+    while True:
+        n = sum(client.nthreads().values())
+        if n > 0:
+            return n
+        if time.monotonic() - t0 > timeout:
+            raise SpecError("the Dask cluster has no workers (start some with `dask worker "
+                            "<scheduler address>`)")
+        time.sleep(0.2)
+
+
+# ------------------------------------------------------------------------------ the run
+def run_distributed(gr, scheduler: str, *, output, fmt=None, budget: int, progress: bool = True):
+    """Evaluate ``gr`` (a :class:`sweep.run.GridRun`) on a Dask cluster and write it to ``output``.
+
+    Returns ``(dataset opened lazily from output, RunStats)``; RunStats.seconds counts from the
+    moment the cluster is connected (cluster start-up excluded) to the published file.
+    """
+    from distributed import as_completed
+
+    from sweep.dataset import result_dims
+    from kernels.params import METRICS
+    from sweep.io import ResultWriter, infer_format, open_result
+    from sweep.run import BYTES_PER_POINT, RunStats, _template, plan_chunks
+
+    if output is None:
+        raise SpecError("a distributed run (scheduler=...) needs an output file: pass "
+                        "output=<path> (CLI: -o out.zarr); the result is written by the workers")
+    parse_scheduler(scheduler)  # bad input fails before any cluster starts
+    fmt = infer_format(output, fmt)
+    grid = gr.spec
+    total = grid.n_points
+    max_points = max(1, budget // (2 * BYTES_PER_POINT))
+
+    with _client(scheduler) as client:
+        n_threads = _wait_for_workers(client)
+        by_host = _procs_by_host(client)
+        t0 = time.perf_counter()
+        first = plan_chunks(grid.shape, max_points)[0]
+        write_shape = tuple(sl.stop - sl.start for sl in (first.h, first.m, first.b, first.s))
+        write_shape += tuple(grid.shape[4:]) if grid.output_len_is_dim else tuple(grid.shape[5:])
+        writer = ResultWriter(output, _template(grid), result_dims(grid), fmt,
+                              write_shape=write_shape,
+                              cache_bytes=max(1 << 20, budget // (4 * len(METRICS))))
+        feasible = 0
+        bar = Progress(total, enabled=progress)
+        futures: list = []
+        try:
+            gr_f = client.submit(_identity, gr, pure=False)
+            if fmt == "zarr":
+                store = str(Path(writer.atomic.tmp).resolve())
+                chunks = zarr_chunks(grid.shape, writer.chunks, max_points)
+                futures = [client.submit(_zarr_region_task, gr_f, c, store, by_host, retries=2,
+                                         pure=False) for c in chunks]
+                for fut in as_completed(futures):
+                    points, fits = fut.result()
+                    fut.release()
+                    feasible += fits
+                    bar.update(points)
+            else:
+                chunks = plan_chunks(grid.shape, max_points)
+                window = max(2, 2 * n_threads)
+                todo = list(chunks)
+                owner = {}
+
+                def submit_next(ac=None):
+                    c = todo.pop(0)
+                    f = client.submit(_chunk_arrays_task, gr_f, c, by_host, retries=2,
+                                      pure=False)
+                    owner[f.key] = c
+                    futures.append(f)
+                    if ac is not None:
+                        ac.add(f)
+                    return f
+
+                first = [submit_next() for _ in range(min(window, len(todo)))]
+                ac = as_completed(first)
+                for fut in ac:
+                    c = owner.pop(fut.key)
+                    arrays, fits = fut.result()
+                    feasible += fits
+                    fut.release()
+                    futures.remove(fut)
+                    if todo:
+                        submit_next(ac)
+                    writer.write(gr.region(c), arrays)
+                    del arrays
+                    bar.update(c.size(grid.shape))
+            writer.close()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                client.cancel(futures)
+            if fmt == "zarr":  # tasks already running finish their write before we delete
+                with contextlib.suppress(Exception):
+                    client.run(_drain, _zarr_region_task.__name__, DRAIN_TIMEOUT)
+            writer.abort()
+            raise
+        finally:
+            bar.close()
+        seconds = time.perf_counter() - t0
+    return open_result(output), RunStats(total, seconds, len(chunks), Path(output), feasible)

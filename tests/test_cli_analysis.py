@@ -1,0 +1,115 @@
+"""The analysis commands of the ``sweep`` CLI: exit codes, text and JSON output, plots."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sweep.cli import main
+from sweep.io import write_dataset
+from tests.test_analysis import make_result
+from tests.test_plots import check_png
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    ds = make_result(hardware=("hw-a", "hw-b", "hw-c", "hw-d"), batch=(1, 8, 16, 64),
+                     context=(128, 1024, 2048, 32768), seed=3)
+    return str(write_dataset(ds, tmp_path_factory.mktemp("cli") / "result.nc"))
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_frontier_text_and_json(result, capsys):
+    code, out, _ = run(capsys, "frontier", result, "--metric", "throughput", "--over",
+                       "hardware")
+    assert code == 0 and "crossover" in out
+    code, out, _ = run(capsys, "frontier", result, "--metric", "tpot", "--over", "hardware",
+                       "--json", "--best-over", "none")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["metric"] == "tpot" and doc["best_over"] == []
+    for row in doc["crossovers"]:
+        assert row["winner_before"] != row["winner_after"]
+        assert row["dim"] in ("batch", "context")
+
+
+def test_pareto_text_and_json(result, capsys):
+    code, out, _ = run(capsys, "pareto", result, "--objectives", "tpot", "throughput",
+                       "tokens_per_joule", "--sel", "model=dense-8b")
+    assert code == 0 and "non-dominated" in out
+    code, out, _ = run(capsys, "pareto", result, "--objectives", "tpot:min",
+                       "throughput:max", "--over", "hardware", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["non_dominated"] == len(doc["points"]) > 0
+    assert doc["objectives"] == {"tpot": "min", "throughput": "max"}
+
+
+def test_regimes_variation_strategies(result, capsys):
+    code, out, _ = run(capsys, "regimes", result)
+    assert code == 0 and "low_latency" in out and "definitions" in out
+    code, out, _ = run(capsys, "regimes", result, "--json")
+    doc = json.loads(out)
+    assert code == 0 and [r["regime"] for r in doc][:2] == ["low_latency", "moderate_batch"]
+    assert max(v for v in doc[0]["score"].values() if v is not None) == pytest.approx(1.0)
+    code, out, _ = run(capsys, "variation", result, "--metric", "tpot")
+    assert code == 0 and "varies up to" in out
+    code, out, _ = run(capsys, "variation", result, "--json")
+    assert code == 0 and json.loads(out)["max_variation"]["ratio"] >= 1
+    code, out, _ = run(capsys, "strategies", result)
+    assert code == 0 and "expert vs tensor" in out
+    code, out, _ = run(capsys, "strategies", result, "--json")
+    assert code == 0 and "ep_vs_tp_latency_cov" in json.loads(out)["ep_vs_tp"]
+
+
+@pytest.mark.parametrize("kind", ["winner-map", "variation", "pareto", "roofline", "regimes"])
+def test_plot_kinds(result, capsys, tmp_path, kind):
+    out_png = tmp_path / f"{kind}.png"
+    code, _, err = run(capsys, "plot", result, "--kind", kind, "-o", out_png)
+    assert code == 0, err
+    check_png(out_png)
+
+
+def test_plot_options(result, capsys, tmp_path):
+    png = tmp_path / "w.png"
+    code, _, err = run(capsys, "plot", result, "--kind", "winner-map", "-o", png, "--model",
+                       "moe-47b", "--precision", "fp8", "--metric", "tokens_per_joule")
+    assert code == 0, err
+    check_png(png)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["frontier", "{r}", "--metric", "speed"], "unknown metric"),
+    (["frontier", "{missing}", "--metric", "throughput"], "not found"),
+    (["frontier", "{r}", "--over", "device"], "not a dim"),
+    (["frontier", "{r}", "--metric", "bound"], "no better direction"),
+    (["pareto", "{r}", "--objectives", "tpot"], "two or more"),
+    (["pareto", "{r}", "--objectives", "tpot:fast", "throughput"], "'max' or 'min'"),
+    (["regimes", "{r}", "--sel", "model"], "DIM=VALUE"),
+    (["regimes", "{r}", "--sel", "model=gpt-9"], "not in the result"),
+    (["plot", "{r}", "-o", "{tmp}/x.gif"], "format"),
+    (["plot", "{r}", "-o", "{tmp}/none/x.png"], "does not exist"),
+    (["plot", "{r}", "--model", "gpt-9", "-o", "{tmp}/x.png"], "gpt-9"),
+    (["plot", "{r}", "--kind", "regimes", "--metric", "tpot", "-o", "{tmp}/x.png"],
+     "does not apply"),
+])
+def test_bad_input_exits_2_with_one_line(result, capsys, tmp_path, argv, needle):
+    argv = [a.format(r=result, missing=tmp_path / "nope.nc", tmp=tmp_path) for a in argv]
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert needle in err and err.startswith("sweep: error:")
+    assert "Traceback" not in err
+
+
+def test_argparse_errors_exit_2(result, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["plot", result])  # -o is required
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["plot", result, "--kind", "pie", "-o", "x.png"])
+    assert exc.value.code == 2
