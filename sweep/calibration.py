@@ -74,7 +74,7 @@ def apply_params(dev: Any, values: dict[str, float], label: str = "calibrated (d
     names = {f.name for f in dataclasses.fields(dev.efficiency)} - {"origin"}
     eff = {k: float(v) for k, v in values.items() if k in names}
     origin = dict(dev.efficiency.origin)
-    origin.update({k: label for k in eff})
+    origin.update(dict.fromkeys(eff, label))
     new_eff = dataclasses.replace(dev.efficiency, **eff, origin=origin)
     tiers, host = dev.tiers, dev.host
     if "bandwidth_efficiency" in eff:
@@ -84,16 +84,19 @@ def apply_params(dev: Any, values: dict[str, float], label: str = "calibrated (d
     return dataclasses.replace(dev, efficiency=new_eff, tiers=tiers, host=host)
 
 
-def overlay_devices(ids: list[str], overlay: dict[str, Any] | None) -> dict[str, Any]:
+def overlay_devices(ids: list[str], overlay: dict[str, Any] | None,
+                    base: dict[str, Any] | None = None) -> dict[str, Any]:
     """Uncalibrated catalog devices with ``overlay`` (a parsed calibration TOML) applied: the
-    ``[device.<id>]`` table, else the ``[class.<cls>]`` table, as the catalog loader does."""
+    ``[device.<id>]`` table, else the ``[class.<cls>]`` table, as the catalog loader does.
+    ``base`` (label -> Device) replaces the catalog look-up for its labels."""
     from grids.hardware import EFFICIENCY_FIELDS, load_device
 
     out = {}
     overlay = overlay or {}
+    base = base or {}
     for i in ids:
         try:
-            dev = load_device(i, calibrated=False)
+            dev = base[i] if i in base else load_device(i, calibrated=False)
         except SpecError:
             continue  # reported by the evaluator with the rows that use it
         cal = overlay.get("device", {}).get(i) or overlay.get("class", {}).get(dev.cls) or {}
@@ -207,7 +210,7 @@ def fit_unit(rows: pd.DataFrame, devices: dict[str, Any], dev_ids: list[str], na
     _set_params(hw, hw_rows, x)
     pred1 = ev.predict_values(hw)
     # approximate standard errors from the Jacobian of the data residuals (robust scale)
-    stderr = {p: math.nan for p in PARAM_NAMES}
+    stderr = dict.fromkeys(PARAM_NAMES, math.nan)
     n = int(ok.sum())
     try:
         jac = res.jac[:n] / scale  # d r / d x
@@ -238,20 +241,26 @@ def usable_rows(df: pd.DataFrame) -> pd.DataFrame:
 
 def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: str = DEFAULT_LOSS,
               f_scale: float = DEFAULT_F_SCALE, prior_weight: float = PRIOR_WEIGHT,
-              whatif: dict[str, Any] | None = None, progress=None) -> Calibration:
+              whatif: dict[str, Any] | None = None, devices: dict[str, Any] | None = None,
+              progress=None) -> Calibration:
     """Fit per-device (or per-class for thin devices) parameter sets on the usable rows of
-    ``df`` (a table from :func:`sweep.validation.read_measurements`)."""
+    ``df`` (a table from :func:`sweep.validation.read_measurements`).
+
+    ``devices`` (hardware label -> uncalibrated Device) overrides the catalog look-up, e.g. to
+    fit separate sets for subsets of one device's rows in a diagnostic.
+    """
     from grids.hardware import load_device
 
     rows = usable_rows(df)
     if rows.empty:
         raise SpecError("calibrate: the data have no usable rows (usable = yes) to fit")
     ids = [str(v) for v in pd.unique(rows["hardware"])]
+    given = dict(devices or {})
     devices = {}
     problems = []
     for i in ids:
         try:
-            devices[i] = load_device(i, calibrated=False)
+            devices[i] = given[i] if i in given else load_device(i, calibrated=False)
         except SpecError as exc:
             problems.append(f"hardware {i!r}: {exc.problems[0]}")
     if problems:
@@ -260,7 +269,7 @@ def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: str =
     fit_ok = np.isfinite(V.Evaluator(rows, devices=devices, **(whatif or {})).predict_values())
     counts = rows.loc[fit_ok, "hardware"].value_counts().to_dict()
     say = progress or (lambda msg: None)
-    opts = dict(loss=loss, f_scale=f_scale, prior_weight=prior_weight, whatif=whatif)
+    opts = {"loss": loss, "f_scale": f_scale, "prior_weight": prior_weight, "whatif": whatif}
     class_fits: dict[str, UnitFit] = {}
     by_class: dict[str, list[str]] = {}
     for i in ids:
@@ -296,19 +305,21 @@ def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: str =
             basis[i] = f"class {devices[i].cls} ({n} < {min_rows} rows)"
     return Calibration(device_fits, class_fits, overlay, basis, rows,
                        fit_rows={k: int(v) for k, v in counts.items()},
-                       options=dict(min_rows=min_rows, loss=loss, f_scale=f_scale,
-                                    prior_weight=prior_weight, whatif=whatif or {}))
+                       options={"min_rows": min_rows, "loss": loss, "f_scale": f_scale,
+                                "prior_weight": prior_weight, "whatif": whatif or {}})
 
 
 def evaluate_with(df: pd.DataFrame, overlay: dict[str, dict[str, float]],
                   class_values: dict[str, dict[str, float]] | None = None,
-                  whatif: dict[str, Any] | None = None) -> pd.DataFrame:
+                  whatif: dict[str, Any] | None = None,
+                  devices: dict[str, Any] | None = None) -> pd.DataFrame:
     """:func:`sweep.validation.compare` with uncalibrated devices plus parameter sets
     (device id -> values; devices not in ``overlay`` take ``class_values[cls]`` if given, else
-    stay uncalibrated)."""
+    stay uncalibrated). ``devices`` overrides the catalog look-up as in :func:`calibrate`."""
     ids = [str(v) for v in pd.unique(df.loc[V._usable_mask(df), "hardware"])]
     table = {"device": overlay, "class": class_values or {}}
-    return V.compare(df, devices=overlay_devices(ids, table), **(whatif or {}))
+    devs = overlay_devices(ids, table, base=devices)
+    return V.compare(df, devices=devs, **(whatif or {}))
 
 
 def leave_one_source_out(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS,
@@ -400,7 +411,7 @@ def overlay_toml(cal: Calibration, *, data_path: str | Path, command: str,
                  loso: dict[str, dict[str, float]] | None = None,
                  date: str | None = None) -> str:
     """The calibration overlay as TOML text (``[device.<id>]`` tables + ``[provenance]``)."""
-    date = date or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    date = date or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     lines = [
         "# Fitted efficiency parameters of the hardware catalog, written by `sweep calibrate`",
         "# (sweep/calibration.py; report and method in docs/validation.md). Do not edit by hand:",
@@ -429,9 +440,9 @@ def overlay_toml(cal: Calibration, *, data_path: str | Path, command: str,
     }
     n_fit = sum(int(f.rows) for f in cal.device_fits.values())
     n_fit += sum(int(cal.fit_rows.get(d, 0)) for d in cal.overlay if d not in cal.device_fits)
-    prov["rows_usable"] = int(len(cal.rows))
+    prov["rows_usable"] = len(cal.rows)
     prov["rows_used"] = n_fit
-    prov["rows_skipped"] = int(len(cal.rows)) - n_fit
+    prov["rows_skipped"] = len(cal.rows) - n_fit
     prov["rows_skipped_reason"] = V.SKIP_NO_FIT + " (or layout incompatible)"
     for k, v in before.items():
         prov[f"before_{k}"] = v

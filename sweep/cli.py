@@ -37,8 +37,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     ds, stats = run_with_stats(args.spec, max_memory=args.max_memory, progress=progress,
                                output=args.output, format=args.format,
                                scheduler=args.scheduler)
-    wall = time.perf_counter() - t0
-    print(run_summary(ds, stats, wall, args.output))
+    with ds:  # close the file handle before exiting
+        wall = time.perf_counter() - t0
+        print(run_summary(ds, stats, wall, args.output))
     return EXIT_OK
 
 
@@ -46,8 +47,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
     from sweep.io import open_result
     from sweep.summary import info_text
 
-    ds = open_result(args.result)
-    print(info_text(ds))
+    with open_result(args.result) as ds:
+        print(info_text(ds))
     return EXIT_OK
 
 

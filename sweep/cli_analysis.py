@@ -29,6 +29,23 @@ def _open(path: str):
     return open_result(path)
 
 
+def _with_result(func):
+    """Run ``func(args, ds)`` on the opened result and close the file afterwards (HDF5 is not
+    thread-safe: closing files deterministically keeps handles from being finalised by the
+    garbage collector at a random moment)."""
+
+    def command(args: argparse.Namespace) -> int:
+        ds = _open(args.result)
+        try:
+            return func(args, ds)
+        finally:
+            ds.close()
+
+    command.__name__ = func.__name__
+    command.__doc__ = func.__doc__
+    return command
+
+
 def parse_sel(items: list[str] | None) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in items or ():
@@ -95,8 +112,9 @@ def _where(d: dict) -> str:
 
 
 # ------------------------------------------------------------------------------ commands
-def _cmd_variation(args: argparse.Namespace) -> int:
-    ds = _select(_open(args.result), parse_sel(args.sel))
+@_with_result
+def _cmd_variation(args: argparse.Namespace, ds) -> int:
+    ds = _select(ds, parse_sel(args.sel))
     red = _best_over(ds, args.best_over, args.over)
     mv = ds.sweep.max_variation(args.metric, over=args.over, best_over=red)
     if args.json:
@@ -114,8 +132,9 @@ def _cmd_variation(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_frontier(args: argparse.Namespace) -> int:
-    ds = _select(_open(args.result), parse_sel(args.sel))
+@_with_result
+def _cmd_frontier(args: argparse.Namespace, ds) -> int:
+    ds = _select(ds, parse_sel(args.sel))
     red = _best_over(ds, args.best_over, args.over)
     table = ds.sweep.frontier(args.metric, over=args.over, along=args.along, best_over=red)
     if args.json:
@@ -130,10 +149,11 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_pareto(args: argparse.Namespace) -> int:
+@_with_result
+def _cmd_pareto(args: argparse.Namespace, ds) -> int:
     from sweep.accessor import parse_objectives
 
-    ds = _select(_open(args.result), parse_sel(args.sel))
+    ds = _select(ds, parse_sel(args.sel))
     objs = parse_objectives(ds, args.objectives)
     mask = ds.sweep.pareto(dict(objs), over=args.over).compute()
     dims = list(mask.dims)
@@ -159,8 +179,9 @@ def _cmd_pareto(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_regimes(args: argparse.Namespace) -> int:
-    ds = _select(_open(args.result), parse_sel(args.sel))
+@_with_result
+def _cmd_regimes(args: argparse.Namespace, ds) -> int:
+    ds = _select(ds, parse_sel(args.sel))
     r = ds.sweep.regimes()
     if args.json:
         out = []
@@ -192,8 +213,9 @@ def _cmd_regimes(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_strategies(args: argparse.Namespace) -> int:
-    ds = _select(_open(args.result), parse_sel(args.sel))
+@_with_result
+def _cmd_strategies(args: argparse.Namespace, ds) -> int:
+    ds = _select(ds, parse_sel(args.sel))
     s = ds.sweep.strategies()
     scalars = {k: _jsonable(float(s[k])) for k in s.data_vars if s[k].ndim == 0}
     per = s.drop_vars([k for k in s.data_vars if s[k].ndim == 0]).to_dataframe()
@@ -223,10 +245,10 @@ def _cmd_strategies(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_plot(args: argparse.Namespace) -> int:
+@_with_result
+def _cmd_plot(args: argparse.Namespace, ds) -> int:
     from sweep import plots
 
-    ds = _open(args.result)
     sel = parse_sel(args.sel)
     kind = args.kind
     kw: dict[str, Any] = {"sel": sel}

@@ -160,8 +160,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     whatif = _whatif(args)
     quiet = args.json
     say = (lambda m: None) if quiet else (lambda m: print(f"  {m}", flush=True))
-    opts = dict(min_rows=args.min_rows, loss=args.loss, f_scale=args.f_scale,
-                prior_weight=args.prior_weight, whatif=whatif)
+    opts = {"min_rows": args.min_rows, "loss": args.loss, "f_scale": args.f_scale,
+            "prior_weight": args.prior_weight, "whatif": whatif}
     if not quiet:
         print("sweep calibrate: fitting on the uncalibrated catalog")
     cal = C.calibrate(df, progress=say, **opts)
@@ -281,12 +281,12 @@ def before_after_markdown(before, after, title: str) -> str:
         if r.used == 0:
             continue
         x = a.loc[r.group] if r.group in a.index else None
-        g = (lambda k: _fmt(x[k]) if x is not None else "-")
-        gl = (lambda k: _fmt(x[k], False) if x is not None else "-")
+        af = {k: (_fmt(x[k], k == "median_abs_rel_error") if x is not None else "-")
+              for k in ("median_abs_rel_error", "mean_abs_log_error", "spearman")}
         lines.append(f"| {r.group} | {r.used} | {_fmt(r.median_abs_rel_error)} | "
-                     f"{g('median_abs_rel_error')} | {_fmt(r.mean_abs_log_error, False)} | "
-                     f"{gl('mean_abs_log_error')} | {_fmt(r.spearman, False)} | "
-                     f"{gl('spearman')} |")
+                     f"{af['median_abs_rel_error']} | {_fmt(r.mean_abs_log_error, False)} | "
+                     f"{af['mean_abs_log_error']} | {_fmt(r.spearman, False)} | "
+                     f"{af['spearman']} |")
     return "\n".join(lines)
 
 

@@ -99,7 +99,7 @@ def _pairs(pred: Iterable[float], meas: Iterable[float]) -> tuple[np.ndarray, np
 
 
 def median_abs_rel_error(pred, meas) -> float:
-    """median |pred / meas - 1| over the pairs with both values finite and positive (NaN if none)."""
+    """median |pred / meas - 1| over the pairs with both sides finite and positive (NaN if none)."""
     p, m = _pairs(pred, meas)
     return float(np.median(np.abs(p / m - 1.0))) if p.size else math.nan
 
@@ -181,7 +181,7 @@ def read_measurements(path: str | Path | None = None) -> pd.DataFrame:
     if extra:
         problems.append(f"unknown columns {extra}")
     if problems:
-        raise _one_line(problems + [f"the header must be the {len(COLUMNS)} columns of "
+        raise _one_line([*problems, f"the header must be the {len(COLUMNS)} columns of "
                                     f"measurements.csv: {','.join(COLUMNS)}"],
                         f"measurements {path}")
     if raw.empty:
@@ -536,7 +536,7 @@ def aggregate(res: pd.DataFrame, by: str | Sequence[str] | None, *,
         if by is not None and not keep_empty and (g["status"] == "unusable").all():
             continue
         rec = {"group": key if not isinstance(key, tuple) else "/".join(map(str, key)),
-               "used": int(len(u)), "skipped": int((g["status"] == "skipped").sum()),
+               "used": len(u), "skipped": int((g["status"] == "skipped").sum()),
                "unusable": int((g["status"] == "unusable").sum()),
                "median_abs_rel_error": median_abs_rel_error(u["predicted"], u["measured"]),
                "mean_abs_log_error": mean_abs_log_error(u["predicted"], u["measured"]),
@@ -544,8 +544,8 @@ def aggregate(res: pd.DataFrame, by: str | Sequence[str] | None, *,
                "median_rel_error": median_rel_error(u["predicted"], u["measured"])}
         records.append(rec)
     return pd.DataFrame.from_records(records, columns=[
-        "group", "used", "skipped", "unusable", "median_abs_rel_error", "mean_abs_log_error", "spearman",
-        "median_rel_error"])
+        "group", "used", "skipped", "unusable", "median_abs_rel_error", "mean_abs_log_error",
+        "spearman", "median_rel_error"])
 
 
 AGGREGATES = {"source": "group", "hardware": "hardware", "metric": "metric", "phase": "phase"}
@@ -660,49 +660,60 @@ def report_json(res: pd.DataFrame, *, include_rows: bool = False, **meta: Any) -
 
 def parity_plot(res: pd.DataFrame, path: str | Path, *, title: str = "",
                 compare_with: pd.DataFrame | None = None) -> Path:
-    """Log-log parity plot of predicted versus measured (one colour per device, one marker per
-    metric, the y = x line and a +/-25% band); with ``compare_with`` (e.g. the uncalibrated
-    result) a second panel shows it for comparison."""
+    """Log-log parity plot of predicted versus measured: one panel per metric (each in its SI
+    unit), one colour per device, the y = x line and a +/-25% band. With ``compare_with`` (e.g.
+    the uncalibrated result) a first row of panels shows it for comparison."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [(res, title or "model")]
+    variants = [(res, title or "model")]
     if compare_with is not None:
-        panels.insert(0, (compare_with, "uncalibrated"))
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 5.6), squeeze=False)
-    hws = sorted(set(res.loc[res.status == "used", "hardware"]))
+        variants.insert(0, (compare_with, "uncalibrated"))
+    used_all = pd.concat([r[r.status == "used"] for r, _ in variants])
+    metrics = [m for m in METRIC_UNITS if m in set(used_all["metric"])] or ["throughput"]
+    hws = sorted(set(used_all["hardware"]))
     colours = {h: plt.get_cmap("tab10")(i % 10) for i, h in enumerate(hws)}
-    markers = {"throughput": "o", "total_throughput": "s", "tpot": "^", "ttft": "v",
-               "e2e_latency": "D", "tokens_per_joule": "P", "total_tokens_per_joule": "X",
-               "power": "*"}
-    for ax, (r, name) in zip(axes[0], panels):
+    fig, axes = plt.subplots(len(variants), len(metrics),
+                             figsize=(4.6 * len(metrics) + 1.6, 4.3 * len(variants)),
+                             squeeze=False)
+    for i, (r, name) in enumerate(variants):
         u = r[r.status == "used"]
-        for (h, m), g in u.groupby(["hardware", "metric"]):
-            ax.scatter(g["measured"], g["predicted"], s=18, alpha=0.75,
-                       color=colours.get(h, "grey"), marker=markers.get(m, "o"),
-                       label=f"{h} {m}", edgecolors="none")
-        # normalise units per metric: plot each metric in its own SI unit on one log axis
-        lo = float(np.nanmin(np.r_[u["measured"], u["predicted"]])) if len(u) else 1e-3
-        hi = float(np.nanmax(np.r_[u["measured"], u["predicted"]])) if len(u) else 1e3
-        xs = np.geomspace(lo / 2, hi * 2, 50)
-        ax.plot(xs, xs, "k-", lw=1, label="y = x")
-        ax.fill_between(xs, xs * 0.75, xs * 1.25, color="grey", alpha=0.2, label="+/-25%")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlim(lo / 2, hi * 2)
-        ax.set_ylim(lo / 2, hi * 2)
-        ax.set_xlabel("measured (s or tokens/s, SI)")
-        ax.set_ylabel("predicted (same unit)")
-        mare = median_abs_rel_error(u["predicted"], u["measured"])
-        ax.set_title(f"{name}: {len(u)} rows, median |rel err| {_fmt(mare)}")
-        ax.grid(True, which="both", alpha=0.2)
-    handles, labels = axes[0][-1].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="center right", fontsize=7, frameon=False)
-    fig.tight_layout(rect=(0, 0, 0.82, 1))
+        for j, m in enumerate(metrics):
+            ax = axes[i][j]
+            g = u[u.metric == m]
+            allv = used_all.loc[used_all.metric == m, ["measured", "predicted"]].to_numpy()
+            allv = allv[np.isfinite(allv) & (allv > 0)]
+            lo, hi = (float(allv.min()) / 1.5, float(allv.max()) * 1.5) if allv.size else (0.1, 10)
+            xs = np.geomspace(lo, hi, 50)
+            ax.fill_between(xs, xs * 0.75, xs * 1.25, color="grey", alpha=0.2, lw=0,
+                            label="±25%")
+            ax.plot(xs, xs, "k-", lw=0.8, label="y = x")
+            for h, gh in g.groupby("hardware"):
+                ax.scatter(gh["measured"], gh["predicted"], s=16, alpha=0.8, color=colours[h],
+                           label=h, edgecolors="none")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlim(lo, hi)
+            ax.set_ylim(lo, hi)
+            unit = METRIC_UNITS.get(m, "")
+            ax.set_xlabel(f"measured {m} [{unit}]")
+            ax.set_ylabel(f"predicted {m} [{unit}]")
+            mare = median_abs_rel_error(g["predicted"], g["measured"])
+            ax.set_title(f"{name}: {m}, {len(g)} rows\nmedian |rel err| {_fmt(mare)}",
+                         fontsize=10)
+            ax.grid(True, which="both", alpha=0.2)
+    handles, labels = [], []
+    for ax in axes.flat:
+        for hd, lb in zip(*ax.get_legend_handles_labels()):
+            if lb not in labels:
+                handles.append(hd)
+                labels.append(lb)
+    fig.legend(handles, labels, loc="center right", fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1 - 1.4 / (4.6 * len(metrics) + 1.6), 1))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from kernels.params import (HW_FIELDS, LAYOUT_FIELDS, METRICS, MODEL_FIELDS, PRECISION_FIELDS)
+from kernels.params import HW_FIELDS, LAYOUT_FIELDS, METRICS, MODEL_FIELDS, PRECISION_FIELDS
 
 N_TIERS = 3
 NAN = float("nan")
@@ -92,13 +92,16 @@ def sizes(md: dict, pr: dict, ly: dict, batch: float, context: float, output_len
     else:
         w_ends = eb * max(md["params_head"], md["params_embed_only"])
     w_dense = (wb * md["params_linear"] * sf + w_ends) / tp
+    # bytes of the dense segment read per forward pass: the input embedding is only gathered
+    w_dense_read = (wb * md["params_linear"] * sf + eb * md["params_head"]) / tp
     w_exp = lm_s * (md["n_experts"] / ep) * wb * md["params_expert"] / tp
     bg = batch / ep
     f_kv = kv_shard_fraction(md, tp)
     kv_dev = bg * kv_elems(md, context + output_len) * kvb * f_kv * sf
     t_c = min(bg * context, chunk)
     a_dev = (t_c * (md["act_elems"] / md["n_layers"]) * ab + bg * md["vocab_size"] * 4) / tp
-    return {"w_dense": w_dense, "w_exp": w_exp, "kv": kv_dev, "act": a_dev, "f_kv": f_kv}
+    return {"w_dense": w_dense, "w_dense_read": w_dense_read, "w_exp": w_exp, "kv": kv_dev,
+            "act": a_dev, "f_kv": f_kv}
 
 
 def min_devices(hw: dict, md: dict, pr: dict, batch: float, context: float, output_len: float,
@@ -288,12 +291,12 @@ def decode(hw, md, pr, ly, peak, placement, sz, batch, context, output_len) -> d
              + bg * (md["attn_flops_full_decode"] * c
                      + md["attn_flops_window_decode"] * window_min(c, md["window"])) * sf / tp)
     traffic = {
-        "dense": (1 - off) * sz["w_dense"],
+        "dense": (1 - off) * sz["w_dense_read"],
         "exp": (1 - off) * sz["w_exp"] * u,
         "kv": bg * kv_elems(md, c) * pr["kv_bytes"] * sz["f_kv"] * sf,
         "act": 2 * bg * md["act_elems"] * sf * pr["act_bytes"] / tp,
     }
-    host = off * (sz["w_dense"] + sz["w_exp"] * u)
+    host = off * (sz["w_dense_read"] + sz["w_exp"] * u)
     ph = _phase(hw, md, pr, ly, peak, placement, sz, flops=flops, expert_flops=expert_flops,
                 traffic=traffic, host_traffic=host, tokens_per_group=bg, phi=phi,
                 t_ovh=l_s * hw["layer_overhead"])
@@ -321,12 +324,12 @@ def prefill(hw, md, pr, ly, peak, placement, sz, batch, context, chunk) -> dict:
              + bg * (md["attn_flops_full_prefill"] * s * (s + 1) / 2
                      + md["attn_flops_window_prefill"] * pairs(s, md["window"])) * sf / tp)
     traffic = {
-        "dense": n_ch * (1 - off) * sz["w_dense"],
+        "dense": n_ch * (1 - off) * sz["w_dense_read"],
         "exp": n_ch * (1 - off) * sz["w_exp"] * u,
         "kv": bg * kv_elems(md, s) * pr["kv_bytes"] * sz["f_kv"] * sf,
         "act": 2 * bg * s * md["act_elems"] * sf * pr["act_bytes"] / tp,
     }
-    host = n_ch * off * (sz["w_dense"] + sz["w_exp"] * u)
+    host = n_ch * off * (sz["w_dense_read"] + sz["w_exp"] * u)
     ph = _phase(hw, md, pr, ly, peak, placement, sz, flops=flops, expert_flops=expert_flops,
                 traffic=traffic, host_traffic=host, tokens_per_group=bg * s, phi=phi,
                 t_ovh=l_s * hw["layer_overhead"] * n_ch)
@@ -393,7 +396,8 @@ def reference_point(hw: dict, md: dict, peak: float, batch, context, output_len,
     devices = ly["tp"] * ly["pp"] * ly["ep"] * dp
     e2e = ttft + (output_len - 1) * tpot
     throughput = dp * batch * output_len / e2e
-    energy = device_power(hw, pre, peak) * ttft + device_power(hw, dec, peak) * (output_len - 1) * tpot
+    energy = (device_power(hw, pre, peak) * ttft
+              + device_power(hw, dec, peak) * (output_len - 1) * tpot)
     power = devices * energy / e2e
     b, near_tie = bound(dec, ly["pp"])
     t_imb = dec["t_a2a"] + (dec["t_expert"] if dec["t_comp"] >= dec["t_mem"] else 0.0)
@@ -426,7 +430,8 @@ def reference_grid(hw, md, peak, batch, context, output_len, pr, ly, prefill_chu
     hws, mds = _rows(hw, HW_FIELDS), _rows(md, MODEL_FIELDS)
     prs, lys = _rows(pr, PRECISION_FIELDS), _rows(ly, LAYOUT_FIELDS)
     peak = np.asarray(peak, dtype=np.float64)
-    bs, ss, os_ = (np.asarray(a, dtype=np.float64).reshape(-1) for a in (batch, context, output_len))
+    bs, ss, os_ = (np.asarray(a, dtype=np.float64).reshape(-1)
+                   for a in (batch, context, output_len))
     shape = (len(METRICS), len(hws), len(mds), len(bs), len(ss), len(os_), len(prs), len(lys))
     out = np.empty(shape, dtype=np.float32)
     for (h, hwd), (mi, mdd), (bi, b), (si, s), (oi, o), (pi, prd), (li, lyd) in itertools.product(

@@ -460,11 +460,13 @@ def test_from_disk(tmp_path):
     ds = make_result(seed=11)
     path = write_dataset(ds, tmp_path / "r.nc")
     disk = open_result(path)
+    request_close = disk.close
     xr.testing.assert_equal(disk.sweep.pareto(["tpot", "throughput"]).reset_coords(drop=True),
                             ds.sweep.pareto(["tpot", "throughput"]).reset_coords(drop=True))
     assert disk.sweep.max_variation("throughput") == ds.sweep.max_variation("throughput")
     pd.testing.assert_frame_equal(disk.sweep.frontier("tpot"), ds.sweep.frontier("tpot"),
                                   check_dtype=False)
+    request_close()
 
 
 # ------------------------------------------------------------------------------ regimes

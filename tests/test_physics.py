@@ -311,8 +311,8 @@ def test_output_identities_and_ranges(p):
     assert close(r["throughput_per_device"] * devices_of(ly), r["throughput"])
     assert r["bound"] in (0, 1, 2, 3, 4, 5)
     assert r["ttft"] > 0 and r["tpot"] > 0
-    assert 0 < r["mfu"] and le(r["mfu"], hw["flops_efficiency"])
-    assert 0 < r["mbu"] and le(r["mbu"], 1.0)
+    assert r["mfu"] > 0 and le(r["mfu"], hw["flops_efficiency"])
+    assert r["mbu"] > 0 and le(r["mbu"], 1.0)
     assert r["arithmetic_intensity"] > 0
     jitter = float(np.float32(hw["jitter"]))  # as stored
     assert le(jitter, r["latency_cov"])
