@@ -45,6 +45,7 @@ P_WB, P_AB, P_KVB, P_EB = PR["weight_bytes"], PR["act_bytes"], PR["kv_bytes"], P
 L_TP, L_PP, L_EP, L_DP, L_OFF = LY["tp"], LY["pp"], LY["ep"], LY["dp"], LY["offload"]
 
 NAN = np.nan
+BOUND_INFEASIBLE_F = float(BOUND_INFEASIBLE)
 O_TTFT, O_TPOT, O_E2E, O_THR, O_TTHR, O_THRD = (M["ttft"], M["tpot"], M["e2e_latency"],
                                                 M["throughput"], M["total_throughput"],
                                                 M["throughput_per_device"])
@@ -109,54 +110,57 @@ def ring_allreduce_time(nbytes, n, bw, lat):
 
 
 @scalar_jit
+def _put_tier(on, remaining, free, rate, bw, eff, kind, t_sram, t_dram, t_peak):
+    """One tier of :func:`_put_segment`: ``put = min(free, remaining)`` bytes go to this tier if the
+    segment is being placed (``on``), has bytes left and the tier has room. Written with guarded
+    assignments rather than early exits so the grid kernel's lane loop vectorises; every division
+    happens under the same conditions as in a loop with ``break``/``continue``."""
+    used = on & (not remaining <= 0.0) & (not free <= 0.0)  # (NaN-faithful to the loop form)
+    put = min(free, remaining)
+    moved = put * rate
+    if used:
+        remaining = remaining - put
+        free = free - put
+        t_peak = t_peak + moved / bw
+        if kind < 0.5:
+            t_sram = t_sram + moved / (bw * eff)
+        else:
+            t_dram = t_dram + moved / (bw * eff)
+    return remaining, free, t_sram, t_dram, t_peak
+
+
+@scalar_jit
 def _put_segment(hw, size, traffic, st):
     """Place one segment of ``size`` bytes (``traffic`` bytes of it moved) fastest tier first,
-    continuing the placement state ``st`` (see :func:`place_begin`)."""
+    continuing the placement state ``st`` (see :func:`place_begin`); what does not fit spills."""
     free0, free1, free2, t_sram, t_dram, t_peak, spill, spill_traffic = st
-    if size <= 0.0:
-        return st
-    rate = traffic / size
+    on = not size <= 0.0
+    rate = traffic / size if on else 0.0
     remaining = size
-    for t in range(3):
-        if remaining <= 0.0:
-            break
-        if t == 0:
-            free, bw, eff, kind = free0, hw[H_T0B], hw[H_T0E], hw[H_T0K]
-        elif t == 1:
-            free, bw, eff, kind = free1, hw[H_T1B], hw[H_T1E], hw[H_T1K]
-        else:
-            free, bw, eff, kind = free2, hw[H_T2B], hw[H_T2E], hw[H_T2K]
-        if free <= 0.0:
-            continue
-        put = min(free, remaining)
-        remaining -= put
-        if t == 0:
-            free0 -= put
-        elif t == 1:
-            free1 -= put
-        else:
-            free2 -= put
-        moved = put * rate
-        t_peak += moved / bw
-        if kind < 0.5:
-            t_sram += moved / (bw * eff)
-        else:
-            t_dram += moved / (bw * eff)
-    if remaining > 0.0:
-        spill += remaining
-        spill_traffic += remaining * rate
+    remaining, free0, t_sram, t_dram, t_peak = _put_tier(
+        on, remaining, free0, rate, hw[H_T0B], hw[H_T0E], hw[H_T0K], t_sram, t_dram, t_peak)
+    remaining, free1, t_sram, t_dram, t_peak = _put_tier(
+        on, remaining, free1, rate, hw[H_T1B], hw[H_T1E], hw[H_T1K], t_sram, t_dram, t_peak)
+    remaining, free2, t_sram, t_dram, t_peak = _put_tier(
+        on, remaining, free2, rate, hw[H_T2B], hw[H_T2E], hw[H_T2K], t_sram, t_dram, t_peak)
+    if on & (remaining > 0.0):
+        spill = spill + remaining
+        spill_traffic = spill_traffic + remaining * rate
     return free0, free1, free2, t_sram, t_dram, t_peak, spill, spill_traffic
 
 
 @scalar_jit
-def place_begin(hw, seg0, seg1, tr0, tr1):
-    """First half of :func:`place`: the two weight segments (they do not depend on the prompt or
+def place_begin(hw, seg0, seg1, tr0, tr1, seg_stored):
+    """First half of :func:`place`: the weight segments (they do not depend on the prompt or
     output length, so the grid kernel places them once per hardware x model x batch x precision x
-    layout). Returns the placement state (free bytes per tier, times so far, spill so far)."""
+    layout): dense weights read every pass, expert weights, then ``seg_stored`` bytes of weights
+    held but not read (the input embedding). Returns the placement state (free bytes per tier,
+    times so far, spill so far)."""
     capf = hw[H_CAPF]
     st = (hw[H_T0C] * capf, hw[H_T1C] * capf, hw[H_T2C] * capf, 0.0, 0.0, 0.0, 0.0, 0.0)
     st = _put_segment(hw, seg0, tr0, st)
-    return _put_segment(hw, seg1, tr1, st)
+    st = _put_segment(hw, seg1, tr1, st)
+    return _put_segment(hw, seg_stored, 0.0, st)
 
 
 @scalar_jit
@@ -182,11 +186,11 @@ def place_end(hw, st, seg2, seg3, tr2, tr3, host_bytes, host_traffic, allow_spil
 
 @scalar_jit
 def place(hw, seg0, seg1, seg2, seg3, tr0, tr1, tr2, tr3, host_bytes, host_traffic,
-          allow_spill):
+          allow_spill, seg_stored=0.0):
     """Place four segments fastest tier first and time the reads  [model.md eq. (8)].
 
-    seg0..seg3 are resident bytes (dense weights, expert weights, KV cache, activations) in that
-    order; tr0..tr3 the bytes of each segment read or written in the phase, spread over the tiers in
+    seg0..seg3 are resident bytes (dense weights read per pass, expert weights, KV cache,
+    activations), with ``seg_stored`` bytes of stored-only weights placed after the experts; tr0..tr3 the bytes of each segment read or written in the phase, spread over the tiers in
     proportion to where the segment lies. Bytes that do not fit the device tiers spill to the host
     tier when ``allow_spill`` (the layout offloads), else the point does not fit. ``host_bytes`` /
     ``host_traffic`` are bytes placed in the host tier by the offload fraction.
@@ -194,8 +198,8 @@ def place(hw, seg0, seg1, seg2, seg3, tr0, tr1, tr2, tr3, host_bytes, host_traff
     Returns (fits, t_sram, t_dram, t_host, time_at_peak) where the t_* are times at achievable
     bandwidth per tier kind and time_at_peak is sum(bytes / peak bandwidth) (for utilisation).
     """
-    return place_end(hw, place_begin(hw, seg0, seg1, tr0, tr1), seg2, seg3, tr2, tr3,
-                     host_bytes, host_traffic, allow_spill)
+    return place_end(hw, place_begin(hw, seg0, seg1, tr0, tr1, seg_stored), seg2, seg3, tr2,
+                     tr3, host_bytes, host_traffic, allow_spill)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -253,6 +257,8 @@ def stage_static(hw, md, peak, batch, pr, ly):
     else:
         w_ends = w_head + w_embed
     dense_dev = (w_linear * sf + w_ends) / tp
+    # bytes of the dense segment read per pass: the input embedding is stored, only gathered
+    dense_read_dev = (w_linear * sf + w_head) / tp
     experts_dev = moe_stage * (n_exp / ep) * w_expert_one / tp
     weights_dev = dense_dev + experts_dev
     if md[M_KVSH] > 0.5 and md[M_NKV] > 0.0:
@@ -282,7 +288,8 @@ def stage_static(hw, md, peak, batch, pr, ly):
     bg_micro = b_micro / ep
     rounds = max(mb, pp)
     on_device = 1.0 - off
-    dense_on = dense_dev * on_device
+    dense_read_on = dense_read_dev * on_device
+    stored_on = (dense_dev - dense_read_dev) * on_device  # input embedding: held, not read
     experts_on = experts_dev * on_device
     host_bytes = (dense_dev + experts_dev) * off
 
@@ -294,10 +301,11 @@ def stage_static(hw, md, peak, batch, pr, ly):
     flops_exp = 2.0 * assign_dec * md[M_PEXP] * moe_stage * imb_dec / (ep * tp)
     flops_w = flops_dense + flops_exp
     experts_on_u = experts_on * u_dec
-    weights_read = dense_on + experts_on_u
+    weights_read = dense_read_on + experts_on_u
     act_read_dec = 2.0 * bg_micro * md[M_ACT] * sf * ab / tp
-    host_traffic_dec = (dense_dev + experts_dev * u_dec) * off
-    dec_place = place_begin(hw, dense_on, experts_on, dense_on, experts_on_u)
+    host_traffic_dec = (dense_read_dev + experts_dev * u_dec) * off
+    dec_place = place_begin(hw, dense_read_on, experts_on, dense_read_on, experts_on_u,
+                            stored_on)
 
     msg = bg_micro * d_model * ab
     t_tp = 2.0 * stage_layers * ring_allreduce_time(msg, tp, bw, lat)
@@ -311,22 +319,22 @@ def stage_static(hw, md, peak, batch, pr, ly):
     t_hops_share = (pp - 1.0) * t_hop / rounds
     c_all = t_comm + t_hops_share
 
-    return (stage_layers, sf, moe_stage, dense_on, experts_on, weights_dev, kv_frac, b_group,
+    return (stage_layers, sf, moe_stage, dense_read_on, experts_on, weights_dev, kv_frac, b_group,
             act_per_token_layer, logits_dev, w_replica, logits_replica, dev_cap, bw, lat,
             eff_peak, ovh, mb, b_micro, bg_micro, rounds, host_bytes, imb_dec, imb_std_dec,
             flops_exp, flops_w, weights_read, act_read_dec, host_traffic_dec, dec_place, t_a2a,
-            t_comm, t_hop, t_ovh, c_all, dense_dev, experts_dev)
+            t_comm, t_hop, t_ovh, c_all, dense_read_dev, experts_dev, stored_on)
 
 
 @scalar_jit
 def stage_prompt(st, hw, md, pr, ly, batch, context, prefill_chunk):
     """Quantities that depend on the prompt length but not the output length (prefill,
     activation sizes). ``st`` is :func:`stage_static`'s tuple for the same point."""
-    (stage_layers, sf, moe_stage, dense_on, experts_on, weights_dev, kv_frac, b_group,
+    (stage_layers, sf, moe_stage, dense_read_on, experts_on, weights_dev, kv_frac, b_group,
      act_per_token_layer, logits_dev, w_replica, logits_replica, dev_cap, bw, lat,
      eff_peak, ovh, mb, b_micro, bg_micro, rounds, host_bytes, imb_dec, imb_std_dec,
      flops_exp, flops_w, weights_read, act_read_dec, host_traffic_dec, dec_place, t_a2a,
-     t_comm, t_hop, t_ovh, c_all, dense_dev, experts_dev) = st
+     t_comm, t_hop, t_ovh, c_all, dense_read_dev, experts_dev, stored_on) = st
     tp = ly[L_TP]
     pp = ly[L_PP]
     ep = ly[L_EP]
@@ -356,9 +364,9 @@ def stage_prompt(st, hw, md, pr, ly, batch, context, prefill_chunk):
     t_comp_pre = fl_pre / eff_peak
     kv_write = bg_micro * kv_seq_prompt * kvb * kv_frac * sf
     act_pre = 2.0 * bg_micro * context * md[M_ACT] * sf * ab / tp
-    pre_place = place_begin(hw, dense_on, experts_on, dense_on * n_chunks,
-                            experts_on * u_pre * n_chunks)
-    host_traffic_pre = (dense_dev + experts_dev * u_pre) * off * n_chunks
+    pre_place = place_begin(hw, dense_read_on, experts_on, dense_read_on * n_chunks,
+                            experts_on * u_pre * n_chunks, stored_on)
+    host_traffic_pre = (dense_read_dev + experts_dev * u_pre) * off * n_chunks
     msg_pre = bg_micro * context * d_model * ab
     t_comm_pre = 2.0 * stage_layers * ring_allreduce_time(msg_pre, tp, bw, lat)
     if ep > 1.0:
@@ -380,14 +388,16 @@ def store_incompatible(out, j):
 
 
 @scalar_jit
-def stage_point(st, pt, hw, md, peak, pr, ly, batch, context, output_len, out, j):
-    """The rest of one compatible point, stored in ``out[:, j]``; ``st``, ``pt`` are the tuples of
-    :func:`stage_static` and :func:`stage_prompt` for it."""
-    (stage_layers, sf, moe_stage, dense_on, experts_on, weights_dev, kv_frac, b_group,
+def point_values(st, pt, hw, md, peak, pr, ly, batch, context, output_len):
+    """The rest of one compatible point: returns its metrics as a tuple in ``params.METRICS``
+    order (store with :func:`store_values`); ``st``, ``pt`` are the tuples of
+    :func:`stage_static` and :func:`stage_prompt` for it. Written without early returns so that
+    the grid kernel can evaluate many (context, output length) lanes at once in SIMD."""
+    (stage_layers, sf, moe_stage, dense_read_on, experts_on, weights_dev, kv_frac, b_group,
      act_per_token_layer, logits_dev, w_replica, logits_replica, dev_cap, bw, lat,
      eff_peak, ovh, mb, b_micro, bg_micro, rounds, host_bytes, imb_dec, imb_std_dec,
      flops_exp, flops_w, weights_read, act_read_dec, host_traffic_dec, dec_place, t_a2a,
-     t_comm, t_hop, t_ovh, c_all, dense_dev, experts_dev) = st
+     t_comm, t_hop, t_ovh, c_all, dense_read_dev, experts_dev, stored_on) = st
     (act_dev, act_replica, fl_pre, t_comp_pre, kv_write, act_pre, pre_place,
      host_traffic_pre, t_comm_pre, t_hop_pre, t_ovh_pre) = pt
     tp = ly[L_TP]
@@ -415,78 +425,105 @@ def stage_point(st, pt, hw, md, peak, pr, ly, batch, context, output_len, out, j
     kv_read = bg_micro * kv_seq_mean * kvb * kv_frac * sf
     fits, ts, td, th, tpk = place_end(hw, dec_place, kv_dev, act_dev, kv_read, act_read_dec,
                                       host_bytes, host_traffic_dec, off > 0.0)
-    if not fits:
-        for k in range(out.shape[0]):
-            out[k, j] = NAN
-        out[O_FITS, j] = 0.0
-        out[O_BOUND, j] = BOUND_INFEASIBLE
-        out[O_MEM, j] = mem_dev
-        out[O_MIND, j] = min_dev
-        return
-    t_mem = ts + td + th
-    t_stage = max(t_comp, t_mem) + t_comm + t_ovh
-    tpot = rounds * t_stage + (pp - 1.0) * t_hop
+    # a point that does not fit: NaN metrics, but its memory need and device count
+    ttft = NAN
+    tpot = NAN
+    e2e = NAN
+    throughput = NAN
+    total_tp = NAN
+    thr_dev = NAN
+    tpj = NAN
+    power = NAN
+    fits_v = 0.0
+    bound = BOUND_INFEASIBLE_F
+    ai = NAN
+    mfu = NAN
+    mbu = NAN
+    cov = NAN
+    if fits:
+        t_mem = ts + td + th
+        t_stage = max(t_comp, t_mem) + t_comm + t_ovh
+        tpot = rounds * t_stage + (pp - 1.0) * t_hop
 
-    # ---------------- prefill (TTFT): eqs. (4)-(5), same roofline
-    _, tsp, tdp_, thp, tpk_pre = place_end(hw, pre_place, kv_dev, act_dev, kv_write, act_pre,
-                                           host_bytes, host_traffic_pre, off > 0.0)
-    t_mem_pre = tsp + tdp_ + thp
-    t_stage_pre = max(t_comp_pre, t_mem_pre) + t_comm_pre + t_ovh_pre
-    ttft = (mb + pp - 1.0) * t_stage_pre + (pp - 1.0) * t_hop_pre
+        # ---------------- prefill (TTFT): eqs. (4)-(5), same roofline
+        _, tsp, tdp_, thp, tpk_pre = place_end(hw, pre_place, kv_dev, act_dev, kv_write, act_pre,
+                                               host_bytes, host_traffic_pre, off > 0.0)
+        t_mem_pre = tsp + tdp_ + thp
+        t_stage_pre = max(t_comp_pre, t_mem_pre) + t_comm_pre + t_ovh_pre
+        ttft = (mb + pp - 1.0) * t_stage_pre + (pp - 1.0) * t_hop_pre
 
-    # ---------------- end to end, throughput, energy: eqs. (13)
-    e2e = ttft + (output_len - 1.0) * tpot
-    devices = tp * pp * ly[L_EP] * dp
-    throughput = dp * batch * output_len / e2e
-    total_tp = dp * batch * (context + output_len) / e2e
-    busy_dec = mb * t_stage / tpot  # fraction of the round a stage is working
-    util_dec = max(flops_dec / (peak * t_stage), tpk / t_stage) * busy_dec
-    busy_pre = mb * t_stage_pre / ttft
-    util_pre = max(fl_pre / (peak * t_stage_pre), tpk_pre / t_stage_pre) * busy_pre
-    p_dec = hw[H_IDLE] + (hw[H_TDP] - hw[H_IDLE]) * min(util_dec, 1.0)
-    p_pre = hw[H_IDLE] + (hw[H_TDP] - hw[H_IDLE]) * min(util_pre, 1.0)
-    energy_dev = p_pre * ttft + p_dec * (output_len - 1.0) * tpot
-    power = devices * energy_dev / e2e
+        # ---------------- end to end, throughput, energy: eqs. (13)
+        e2e = ttft + (output_len - 1.0) * tpot
+        devices = tp * pp * ly[L_EP] * dp
+        throughput = dp * batch * output_len / e2e
+        total_tp = dp * batch * (context + output_len) / e2e
+        busy_dec = mb * t_stage / tpot  # fraction of the round a stage is working
+        util_dec = max(flops_dec / (peak * t_stage), tpk / t_stage) * busy_dec
+        busy_pre = mb * t_stage_pre / ttft
+        util_pre = max(fl_pre / (peak * t_stage_pre), tpk_pre / t_stage_pre) * busy_pre
+        p_dec = hw[H_IDLE] + (hw[H_TDP] - hw[H_IDLE]) * min(util_dec, 1.0)
+        p_pre = hw[H_IDLE] + (hw[H_TDP] - hw[H_IDLE]) * min(util_pre, 1.0)
+        energy_dev = p_pre * ttft + p_dec * (output_len - 1.0) * tpot
+        power = devices * energy_dev / e2e
 
-    # binding resource of the decode step
-    top = max(t_comp, t_mem)
-    if top >= c_all and top >= t_ovh:
-        if t_comp >= t_mem:
-            bound = 0.0
-        elif ts >= td and ts >= th:
-            bound = 1.0
-        elif td >= th:
-            bound = 2.0
+        # binding resource of the decode step
+        top = max(t_comp, t_mem)
+        if top >= c_all and top >= t_ovh:
+            if t_comp >= t_mem:
+                bound = 0.0
+            elif ts >= td and ts >= th:
+                bound = 1.0
+            elif td >= th:
+                bound = 2.0
+            else:
+                bound = 3.0
+        elif c_all >= t_ovh:
+            bound = 4.0
         else:
-            bound = 3.0
-    elif c_all >= t_ovh:
-        bound = 4.0
-    else:
-        bound = 5.0
+            bound = 5.0
 
-    # latency variance: device jitter and EP load imbalance, eq. (12)
-    t_imb = t_a2a
-    if t_comp >= t_mem:
-        t_imb += t_comp * flops_exp / flops_dec
-    cov_ep = imb_std_dec * t_imb / t_stage
-    cov = math.sqrt(hw[H_JIT] * hw[H_JIT] + cov_ep * cov_ep)
+        # latency variance: device jitter and EP load imbalance, eq. (12)
+        t_imb = t_a2a
+        if t_comp >= t_mem:
+            t_imb += t_comp * flops_exp / flops_dec
+        cov_ep = imb_std_dec * t_imb / t_stage
+        cov = math.sqrt(hw[H_JIT] * hw[H_JIT] + cov_ep * cov_ep)
 
-    out[O_TTFT, j] = ttft
-    out[O_TPOT, j] = tpot
-    out[O_E2E, j] = e2e
-    out[O_THR, j] = throughput
-    out[O_TTHR, j] = total_tp
-    out[O_THRD, j] = throughput / devices
-    out[O_TPJ, j] = throughput / power
-    out[O_PWR, j] = power
-    out[O_MEM, j] = mem_dev
-    out[O_FITS, j] = 1.0
-    out[O_BOUND, j] = bound
-    out[O_AI, j] = flops_dec / (weights_read + kv_read + act_read_dec + host_traffic_dec)
-    out[O_MFU, j] = mb * flops_dec / (peak * tpot)
-    out[O_MBU, j] = mb * tpk / tpot
-    out[O_COV, j] = cov
-    out[O_MIND, j] = min_dev
+        thr_dev = throughput / devices
+        tpj = throughput / power
+        fits_v = 1.0
+        ai = flops_dec / (weights_read + kv_read + act_read_dec + host_traffic_dec)
+        mfu = mb * flops_dec / (peak * tpot)
+        mbu = mb * tpk / tpot
+    return (ttft, tpot, e2e, throughput, total_tp, thr_dev, tpj, power, mem_dev, fits_v, bound,
+            ai, mfu, mbu, cov, min_dev)
+
+
+@scalar_jit
+def store_values(out, j, v):
+    """Store :func:`point_values`' tuple in ``out[:, j]``."""
+    out[O_TTFT, j] = v[0]
+    out[O_TPOT, j] = v[1]
+    out[O_E2E, j] = v[2]
+    out[O_THR, j] = v[3]
+    out[O_TTHR, j] = v[4]
+    out[O_THRD, j] = v[5]
+    out[O_TPJ, j] = v[6]
+    out[O_PWR, j] = v[7]
+    out[O_MEM, j] = v[8]
+    out[O_FITS, j] = v[9]
+    out[O_BOUND, j] = v[10]
+    out[O_AI, j] = v[11]
+    out[O_MFU, j] = v[12]
+    out[O_MBU, j] = v[13]
+    out[O_COV, j] = v[14]
+    out[O_MIND, j] = v[15]
+
+
+@scalar_jit
+def stage_point(st, pt, hw, md, peak, pr, ly, batch, context, output_len, out, j):
+    """The rest of one compatible point, stored in ``out[:, j]``."""
+    store_values(out, j, point_values(st, pt, hw, md, peak, pr, ly, batch, context, output_len))
 
 
 @scalar_jit

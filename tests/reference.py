@@ -120,7 +120,7 @@ def min_devices(hw: dict, md: dict, pr: dict, batch: float, context: float, outp
 
 # --------------------------------------------------------------------------------------- section 4
 def place(hw: dict, sz: dict, off: float) -> dict:
-    """Place the four resident segments greedily, fastest tier first (section 4).
+    """Place the five resident segments greedily, fastest tier first (section 4).
 
     Returns per segment a list of bytes per device tier plus the bytes in the host tier, and
     whether the point fits.
@@ -128,8 +128,9 @@ def place(hw: dict, sz: dict, off: float) -> dict:
     f_cap = hw["capacity_fraction"]
     free = [f_cap * hw[f"tier{i}_capacity"] for i in range(N_TIERS)]
     segments = {
-        "dense": (1 - off) * sz["w_dense"],
+        "dense": (1 - off) * sz["w_dense_read"],
         "exp": (1 - off) * sz["w_exp"],
+        "emb": (1 - off) * (sz["w_dense"] - sz["w_dense_read"]),
         "kv": sz["kv"],
         "act": sz["act"],
     }

@@ -146,8 +146,9 @@ def test_moe_batch_one_reads_exactly_the_active_parameters(p, context, output_le
                + md["n_moe_layers"] * md["n_experts"] * md["params_expert"])
     n_active = n_total - md["n_moe_layers"] * (md["n_experts"] - md["experts_per_token"]) \
         * md["params_expert"]
+    # read per step: every active parameter but the input embedding, which is only gathered
     ends = md["params_head"] + md["params_embed_only"]
-    weights = pr["weight_bytes"] * (n_active - ends) + pr["embed_bytes"] * ends
+    weights = (pr["weight_bytes"] * (n_active - ends) + pr["embed_bytes"] * md["params_head"])
     c = context + output_len / 2
     w = md["window"]
     kv = (md["kv_elems_full"] * c + md["kv_elems_window"] * (min(c, w) if w else c)) \
