@@ -127,7 +127,7 @@ class Device:
 # class defaults and calibration overlay
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def class_defaults() -> dict[str, dict[str, Sourced]]:
     """Per-class default efficiency parameters from ``classes.toml``."""
     path = _data_dir() / "classes.toml"
@@ -155,7 +155,7 @@ def class_defaults() -> dict[str, dict[str, Sourced]]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def calibration_overlay() -> dict[str, Any]:
     """Fitted efficiencies written by ``sweep calibrate`` (empty when the file is absent)."""
     path = _data_dir() / "calibration.toml"
@@ -302,7 +302,7 @@ def parse_device(raw: dict[str, Any], where: str, *, calibrated: bool = True) ->
             if name in EFFICIENCY_FIELDS and isinstance(v, (int, float)):
                 eff_values[name] = float(v)
                 origin[name] = label
-    for name, (dim, lo, hi) in EFFICIENCY_FIELDS.items():
+    for name, (_, lo, hi) in EFFICIENCY_FIELDS.items():
         if not (lo < eff_values[name] <= hi):
             problems.append(f"{where}: efficiency.{name} = {eff_values[name]} outside ({lo}, {hi}]")
     if "bandwidth_efficiency" in origin and origin["bandwidth_efficiency"] != f"class default ({cls})":
@@ -339,7 +339,7 @@ def catalog_ids() -> tuple[str, ...]:
     return tuple(sorted(p.stem for p in hardware_dir().glob("*.toml")))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load_catalog_device(dev_id: str, calibrated: bool) -> Device:
     path = hardware_dir() / f"{dev_id}.toml"
     raw = _load_toml(path)
@@ -436,7 +436,7 @@ def derive_device(base: Device, new_id: str, overrides: dict[str, float],
         tiers[idx] = dataclasses.replace(tiers[idx], **{attr: value})
 
     for key, value in overrides.items():
-        dim, _ = OVERRIDE_KEYS[key]
+        _ = OVERRIDE_KEYS[key]  # validated by the caller
         if key.startswith("peak_flops."):
             peaks[key.split(".", 1)[1]] = value
         elif key.startswith("efficiency."):
@@ -460,7 +460,7 @@ def derive_device(base: Device, new_id: str, overrides: dict[str, float],
                             f"(set both sram_capacity and sram_bandwidth)")
     if host is not None and not (host.capacity > 0 and host.bandwidth > 0):
         problems.append(f"{new_id}: host tier needs host_capacity and host_bandwidth > 0")
-    for k, (dim, lo, hi) in EFFICIENCY_FIELDS.items():
+    for k, (_, lo, hi) in EFFICIENCY_FIELDS.items():
         if not (lo < eff[k] <= hi):
             problems.append(f"{new_id}: efficiency.{k} = {eff[k]} outside ({lo}, {hi}]")
     if "efficiency.bandwidth_efficiency" in overrides:

@@ -76,7 +76,7 @@ _KV = re.compile(r"^(?P<base>[a-z0-9]+?)(?:-kv(?P<kv>\d+))?$")
 KV_BITS_ALLOWED = (4, 8, 16, 32)
 
 #: names listed by ``sweep catalog precisions``
-NAMED = tuple(_BASE) + ("fp8-kv8", "bf16-kv8", "w4a16-kv8", "fp4-kv8")
+NAMED = (*_BASE, "fp8-kv8", "bf16-kv8", "w4a16-kv8", "fp4-kv8")
 
 
 def parse_precision(name: str) -> Precision:

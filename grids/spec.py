@@ -8,7 +8,7 @@ A spec is a TOML file or the same structure as a dict. Top-level keys are the di
     context     = [128, 2048]                 # prompt tokens; same forms as batch
     output_len  = 256                         # a number (setting) or a list (an extra dim)
     precision   = ["bf16", "fp8", "w4a16"]
-    parallelism = ["tp1", "tp4-ep2"]          # or { tp = [1, 2, 4], pp = [1], ep = [1], dp = [1], offload = [0] }
+    parallelism = ["tp1", "tp4-ep2"]          # or { tp = [1, 2, 4], pp = [1], ep = [1], dp = [1] }
 
     [workload]
     prefill_chunk = 8192                      # tokens per prefill forward pass

@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         code = EXIT_INTERRUPTED
     except BrokenPipeError:
         code = EXIT_OK
-    except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
+    except Exception as exc:
         if os.environ.get("SWEEP_DEBUG"):
             raise
         sys.stderr.write(f"sweep: unexpected error: {type(exc).__name__}: {exc}\n"

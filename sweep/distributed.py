@@ -222,8 +222,8 @@ def run_distributed(gr, scheduler: str, *, output, fmt=None, budget: int, progre
     """
     from distributed import as_completed
 
-    from sweep.dataset import result_dims
     from kernels.params import METRICS
+    from sweep.dataset import result_dims
     from sweep.io import ResultWriter, infer_format, open_result
     from sweep.run import BYTES_PER_POINT, RunStats, _template, plan_chunks
 

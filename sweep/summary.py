@@ -89,7 +89,7 @@ def info_text(ds: xr.Dataset) -> str:
 
 def _preview(values) -> str:
     vals = [str(v) for v in np.asarray(values).ravel()]
-    return ", ".join(vals) if len(vals) <= 6 else ", ".join(vals[:3] + ["..."] + vals[-2:])
+    return ", ".join(vals) if len(vals) <= 6 else ", ".join([*vals[:3], "...", *vals[-2:]])
 
 
 def describe_metric(name: str, value: float) -> str:

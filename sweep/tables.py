@@ -15,8 +15,7 @@ from grids.hardware import Device
 from grids.layouts import Layout
 from grids.models import ModelArch
 from grids.precisions import Precision
-from kernels.params import (HW_FIELDS, LAYOUT_FIELDS, MAX_TIERS, MODEL_FIELDS, PRECISION_FIELDS,
-                            pack)
+from kernels.params import HW_FIELDS, LAYOUT_FIELDS, MAX_TIERS, MODEL_FIELDS, PRECISION_FIELDS, pack
 
 
 def hardware_columns(dev: Device) -> dict[str, float]:
