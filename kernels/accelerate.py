@@ -51,12 +51,18 @@ if _cache_dir is not None:
 
 #: options for scalar helpers inlined into the kernels
 SCALAR = {"cache": True, "nogil": True, "fastmath": False, "inline": "always"}
+#: options for the serial block functions called from the parallel loops
+SERIAL = {"cache": True, "nogil": True, "fastmath": False}
 #: options for the entry-point kernels that loop over a grid in parallel
 PARALLEL = {"cache": True, "nogil": True, "fastmath": False, "parallel": True}
 
 
 def scalar_jit(func):
     return numba.njit(**SCALAR)(func)
+
+
+def serial_jit(func):
+    return numba.njit(**SERIAL)(func)
 
 
 def parallel_jit(func):

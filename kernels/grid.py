@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.accelerate import parallel_jit, prange
+from kernels.accelerate import parallel_jit, prange, serial_jit
 from kernels.params import METRICS
 from kernels.roofline import (evaluate_point, is_compatible, stage_point, stage_prompt,
                                stage_static, store_incompatible)
@@ -17,58 +17,74 @@ from kernels.roofline import (evaluate_point, is_compatible, stage_point, stage_
 N_METRICS = len(METRICS)
 
 
-@parallel_jit
-def _grid_kernel(hw, md, peak, batch, context, output_len, pr, ly, prefill_chunk, out):
-    n_h = hw.shape[0]
-    n_m = md.shape[0]
-    n_b = batch.shape[0]
+@serial_jit
+def _grid_block(hw_h, md_m, peak_h, bt, context, output_len, pr, ly, prefill_chunk, out, base):
+    """One (hardware, model, batch) block of the grid: ``out[:, base:base + S*O*P*L]``.
+
+    Each quantity is computed once per distinct value of the axes it depends on: per (precision,
+    layout) the context-free part, per context the prefill part, per output length the rest
+    (``kernels.roofline``, ``stage_*``). Output index of (s, o, p, l) inside the block:
+    ((s * n_o + o) * n_p + p) * n_l + l (storage order).
+    """
     n_s = context.shape[0]
     n_o = output_len.shape[0]
     n_p = pr.shape[0]
     n_l = ly.shape[0]
     n_pl = n_p * n_l
-    inner = n_s * n_o * n_pl
-    n_outer = n_h * n_m * n_b
-    # parallel over (hardware, model, batch); inside, each quantity is computed once per distinct
-    # value of the axes it depends on: per (precision, layout) the context-free part, per context
-    # the prefill part, per output length the rest (kernels.roofline, stage_*). Output index of
-    # (s, o, p, l) inside the block: ((s * n_o + o) * n_p + p) * n_l + l (storage order).
+    for p in range(n_p):
+        pr_p = pr[p]
+        pk = peak_h[p]
+        for li in range(n_l):
+            ly_l = ly[li]
+            j0 = base + p * n_l + li
+            if not is_compatible(hw_h, md_m, pk, ly_l):
+                for so in range(n_s * n_o):
+                    store_incompatible(out, j0 + so * n_pl)
+                continue
+            st = stage_static(hw_h, md_m, pk, bt, pr_p, ly_l)
+            for s in range(n_s):
+                cs = context[s]
+                pt = stage_prompt(st, hw_h, md_m, pr_p, ly_l, bt, cs, prefill_chunk)
+                js = j0 + s * n_o * n_pl
+                for o in range(n_o):
+                    stage_point(st, pt, hw_h, md_m, pk, pr_p, ly_l, bt, cs, output_len[o],
+                                out, js + o * n_pl)
+
+
+# The parallel loops below only call the serial block functions (ordinary calls, not numba-IR
+# inlining), so numba's parfor analysis never walks the inlined physics: that keeps compilation
+# short and avoids parfor array-analysis failures on the large inlined body.
+
+
+@parallel_jit
+def _grid_kernel(hw, md, peak, batch, context, output_len, pr, ly, prefill_chunk, out):
+    n_m = md.shape[0]
+    n_b = batch.shape[0]
+    inner = context.shape[0] * output_len.shape[0] * pr.shape[0] * ly.shape[0]
+    n_outer = hw.shape[0] * n_m * n_b
+    # parallel over (hardware, model, batch), the outer dims in storage order
     for outer in prange(n_outer):
         b = outer % n_b
         hm = outer // n_b
         m = hm % n_m
         h = hm // n_m
-        base = outer * inner
-        hw_h = hw[h]
-        md_m = md[m]
-        bt = batch[b]
-        for p in range(n_p):
-            pr_p = pr[p]
-            pk = peak[h, p]
-            for li in range(n_l):
-                ly_l = ly[li]
-                j0 = base + p * n_l + li
-                if not is_compatible(hw_h, md_m, pk, ly_l):
-                    for so in range(n_s * n_o):
-                        store_incompatible(out, j0 + so * n_pl)
-                    continue
-                st = stage_static(hw_h, md_m, pk, bt, pr_p, ly_l)
-                for s in range(n_s):
-                    cs = context[s]
-                    pt = stage_prompt(st, hw_h, md_m, pr_p, ly_l, bt, cs, prefill_chunk)
-                    js = j0 + s * n_o * n_pl
-                    for o in range(n_o):
-                        stage_point(st, pt, hw_h, md_m, pk, pr_p, ly_l, bt, cs, output_len[o],
-                                    out, js + o * n_pl)
+        _grid_block(hw[h], md[m], peak[h], batch[b], context, output_len, pr, ly,
+                    prefill_chunk, out, outer * inner)
+
+
+@serial_jit
+def _point_row(hw, md, peak, pr, ly, hi, mi, pi, li, batch, context, output_len,
+               prefill_chunk, out, r):
+    evaluate_point(hw[hi[r]], md[mi[r]], peak[hi[r], pi[r]], batch[r], context[r],
+                   output_len[r], pr[pi[r]], ly[li[r]], prefill_chunk, out, r)
 
 
 @parallel_jit
 def _points_kernel(hw, md, peak, pr, ly, hi, mi, pi, li, batch, context, output_len,
                    prefill_chunk, out):
-    n = hi.shape[0]
-    for r in prange(n):
-        evaluate_point(hw[hi[r]], md[mi[r]], peak[hi[r], pi[r]], batch[r], context[r],
-                       output_len[r], pr[pi[r]], ly[li[r]], prefill_chunk, out, r)
+    for r in prange(hi.shape[0]):
+        _point_row(hw, md, peak, pr, ly, hi, mi, pi, li, batch, context, output_len,
+                   prefill_chunk, out, r)
 
 
 def evaluate_grid(hw, md, peak, batch, context, output_len, pr, ly, prefill_chunk=8192.0,

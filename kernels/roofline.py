@@ -45,7 +45,6 @@ P_WB, P_AB, P_KVB, P_EB = PR["weight_bytes"], PR["act_bytes"], PR["kv_bytes"], P
 L_TP, L_PP, L_EP, L_DP, L_OFF = LY["tp"], LY["pp"], LY["ep"], LY["dp"], LY["offload"]
 
 NAN = np.nan
-BOUND_INFEASIBLE_F = float(BOUND_INFEASIBLE)
 O_TTFT, O_TPOT, O_E2E, O_THR, O_TTHR, O_THRD = (M["ttft"], M["tpot"], M["e2e_latency"],
                                                 M["throughput"], M["total_throughput"],
                                                 M["throughput_per_device"])
@@ -110,42 +109,42 @@ def ring_allreduce_time(nbytes, n, bw, lat):
 
 
 @scalar_jit
-def _put_tier(on, remaining, free, rate, bw, eff, kind, t_sram, t_dram, t_peak):
-    """One tier of :func:`_put_segment`: ``put = min(free, remaining)`` bytes go to this tier if the
-    segment is being placed (``on``), has bytes left and the tier has room. Written with guarded
-    assignments rather than early exits so the grid kernel's lane loop vectorises; every division
-    happens under the same conditions as in a loop with ``break``/``continue``."""
-    used = on & (not remaining <= 0.0) & (not free <= 0.0)  # (NaN-faithful to the loop form)
-    put = min(free, remaining)
-    moved = put * rate
-    if used:
-        remaining = remaining - put
-        free = free - put
-        t_peak = t_peak + moved / bw
-        if kind < 0.5:
-            t_sram = t_sram + moved / (bw * eff)
-        else:
-            t_dram = t_dram + moved / (bw * eff)
-    return remaining, free, t_sram, t_dram, t_peak
-
-
-@scalar_jit
 def _put_segment(hw, size, traffic, st):
     """Place one segment of ``size`` bytes (``traffic`` bytes of it moved) fastest tier first,
-    continuing the placement state ``st`` (see :func:`place_begin`); what does not fit spills."""
+    continuing the placement state ``st`` (see :func:`place_begin`)."""
     free0, free1, free2, t_sram, t_dram, t_peak, spill, spill_traffic = st
-    on = not size <= 0.0
-    rate = traffic / size if on else 0.0
+    if size <= 0.0:
+        return st
+    rate = traffic / size
     remaining = size
-    remaining, free0, t_sram, t_dram, t_peak = _put_tier(
-        on, remaining, free0, rate, hw[H_T0B], hw[H_T0E], hw[H_T0K], t_sram, t_dram, t_peak)
-    remaining, free1, t_sram, t_dram, t_peak = _put_tier(
-        on, remaining, free1, rate, hw[H_T1B], hw[H_T1E], hw[H_T1K], t_sram, t_dram, t_peak)
-    remaining, free2, t_sram, t_dram, t_peak = _put_tier(
-        on, remaining, free2, rate, hw[H_T2B], hw[H_T2E], hw[H_T2K], t_sram, t_dram, t_peak)
-    if on & (remaining > 0.0):
-        spill = spill + remaining
-        spill_traffic = spill_traffic + remaining * rate
+    for t in range(3):
+        if remaining <= 0.0:
+            break
+        if t == 0:
+            free, bw, eff, kind = free0, hw[H_T0B], hw[H_T0E], hw[H_T0K]
+        elif t == 1:
+            free, bw, eff, kind = free1, hw[H_T1B], hw[H_T1E], hw[H_T1K]
+        else:
+            free, bw, eff, kind = free2, hw[H_T2B], hw[H_T2E], hw[H_T2K]
+        if free <= 0.0:
+            continue
+        put = min(free, remaining)
+        remaining -= put
+        if t == 0:
+            free0 -= put
+        elif t == 1:
+            free1 -= put
+        else:
+            free2 -= put
+        moved = put * rate
+        t_peak += moved / bw
+        if kind < 0.5:
+            t_sram += moved / (bw * eff)
+        else:
+            t_dram += moved / (bw * eff)
+    if remaining > 0.0:
+        spill += remaining
+        spill_traffic += remaining * rate
     return free0, free1, free2, t_sram, t_dram, t_peak, spill, spill_traffic
 
 
@@ -388,11 +387,9 @@ def store_incompatible(out, j):
 
 
 @scalar_jit
-def point_values(st, pt, hw, md, peak, pr, ly, batch, context, output_len):
-    """The rest of one compatible point: returns its metrics as a tuple in ``params.METRICS``
-    order (store with :func:`store_values`); ``st``, ``pt`` are the tuples of
-    :func:`stage_static` and :func:`stage_prompt` for it. Written without early returns so that
-    the grid kernel can evaluate many (context, output length) lanes at once in SIMD."""
+def stage_point(st, pt, hw, md, peak, pr, ly, batch, context, output_len, out, j):
+    """The rest of one compatible point, stored in ``out[:, j]``; ``st``, ``pt`` are the tuples of
+    :func:`stage_static` and :func:`stage_prompt` for it."""
     (stage_layers, sf, moe_stage, dense_read_on, experts_on, weights_dev, kv_frac, b_group,
      act_per_token_layer, logits_dev, w_replica, logits_replica, dev_cap, bw, lat,
      eff_peak, ovh, mb, b_micro, bg_micro, rounds, host_bytes, imb_dec, imb_std_dec,
@@ -425,105 +422,78 @@ def point_values(st, pt, hw, md, peak, pr, ly, batch, context, output_len):
     kv_read = bg_micro * kv_seq_mean * kvb * kv_frac * sf
     fits, ts, td, th, tpk = place_end(hw, dec_place, kv_dev, act_dev, kv_read, act_read_dec,
                                       host_bytes, host_traffic_dec, off > 0.0)
-    # a point that does not fit: NaN metrics, but its memory need and device count
-    ttft = NAN
-    tpot = NAN
-    e2e = NAN
-    throughput = NAN
-    total_tp = NAN
-    thr_dev = NAN
-    tpj = NAN
-    power = NAN
-    fits_v = 0.0
-    bound = BOUND_INFEASIBLE_F
-    ai = NAN
-    mfu = NAN
-    mbu = NAN
-    cov = NAN
-    if fits:
-        t_mem = ts + td + th
-        t_stage = max(t_comp, t_mem) + t_comm + t_ovh
-        tpot = rounds * t_stage + (pp - 1.0) * t_hop
+    if not fits:
+        for k in range(out.shape[0]):
+            out[k, j] = NAN
+        out[O_FITS, j] = 0.0
+        out[O_BOUND, j] = BOUND_INFEASIBLE
+        out[O_MEM, j] = mem_dev
+        out[O_MIND, j] = min_dev
+        return
+    t_mem = ts + td + th
+    t_stage = max(t_comp, t_mem) + t_comm + t_ovh
+    tpot = rounds * t_stage + (pp - 1.0) * t_hop
 
-        # ---------------- prefill (TTFT): eqs. (4)-(5), same roofline
-        _, tsp, tdp_, thp, tpk_pre = place_end(hw, pre_place, kv_dev, act_dev, kv_write, act_pre,
-                                               host_bytes, host_traffic_pre, off > 0.0)
-        t_mem_pre = tsp + tdp_ + thp
-        t_stage_pre = max(t_comp_pre, t_mem_pre) + t_comm_pre + t_ovh_pre
-        ttft = (mb + pp - 1.0) * t_stage_pre + (pp - 1.0) * t_hop_pre
+    # ---------------- prefill (TTFT): eqs. (4)-(5), same roofline
+    _, tsp, tdp_, thp, tpk_pre = place_end(hw, pre_place, kv_dev, act_dev, kv_write, act_pre,
+                                           host_bytes, host_traffic_pre, off > 0.0)
+    t_mem_pre = tsp + tdp_ + thp
+    t_stage_pre = max(t_comp_pre, t_mem_pre) + t_comm_pre + t_ovh_pre
+    ttft = (mb + pp - 1.0) * t_stage_pre + (pp - 1.0) * t_hop_pre
 
-        # ---------------- end to end, throughput, energy: eqs. (13)
-        e2e = ttft + (output_len - 1.0) * tpot
-        devices = tp * pp * ly[L_EP] * dp
-        throughput = dp * batch * output_len / e2e
-        total_tp = dp * batch * (context + output_len) / e2e
-        busy_dec = mb * t_stage / tpot  # fraction of the round a stage is working
-        util_dec = max(flops_dec / (peak * t_stage), tpk / t_stage) * busy_dec
-        busy_pre = mb * t_stage_pre / ttft
-        util_pre = max(fl_pre / (peak * t_stage_pre), tpk_pre / t_stage_pre) * busy_pre
-        p_dec = hw[H_IDLE] + (hw[H_TDP] - hw[H_IDLE]) * min(util_dec, 1.0)
-        p_pre = hw[H_IDLE] + (hw[H_TDP] - hw[H_IDLE]) * min(util_pre, 1.0)
-        energy_dev = p_pre * ttft + p_dec * (output_len - 1.0) * tpot
-        power = devices * energy_dev / e2e
+    # ---------------- end to end, throughput, energy: eqs. (13)
+    e2e = ttft + (output_len - 1.0) * tpot
+    devices = tp * pp * ly[L_EP] * dp
+    throughput = dp * batch * output_len / e2e
+    total_tp = dp * batch * (context + output_len) / e2e
+    busy_dec = mb * t_stage / tpot  # fraction of the round a stage is working
+    util_dec = max(flops_dec / (peak * t_stage), tpk / t_stage) * busy_dec
+    busy_pre = mb * t_stage_pre / ttft
+    util_pre = max(fl_pre / (peak * t_stage_pre), tpk_pre / t_stage_pre) * busy_pre
+    p_dec = hw[H_IDLE] + (hw[H_TDP] - hw[H_IDLE]) * min(util_dec, 1.0)
+    p_pre = hw[H_IDLE] + (hw[H_TDP] - hw[H_IDLE]) * min(util_pre, 1.0)
+    energy_dev = p_pre * ttft + p_dec * (output_len - 1.0) * tpot
+    power = devices * energy_dev / e2e
 
-        # binding resource of the decode step
-        top = max(t_comp, t_mem)
-        if top >= c_all and top >= t_ovh:
-            if t_comp >= t_mem:
-                bound = 0.0
-            elif ts >= td and ts >= th:
-                bound = 1.0
-            elif td >= th:
-                bound = 2.0
-            else:
-                bound = 3.0
-        elif c_all >= t_ovh:
-            bound = 4.0
-        else:
-            bound = 5.0
-
-        # latency variance: device jitter and EP load imbalance, eq. (12)
-        t_imb = t_a2a
+    # binding resource of the decode step
+    top = max(t_comp, t_mem)
+    if top >= c_all and top >= t_ovh:
         if t_comp >= t_mem:
-            t_imb += t_comp * flops_exp / flops_dec
-        cov_ep = imb_std_dec * t_imb / t_stage
-        cov = math.sqrt(hw[H_JIT] * hw[H_JIT] + cov_ep * cov_ep)
+            bound = 0.0
+        elif ts >= td and ts >= th:
+            bound = 1.0
+        elif td >= th:
+            bound = 2.0
+        else:
+            bound = 3.0
+    elif c_all >= t_ovh:
+        bound = 4.0
+    else:
+        bound = 5.0
 
-        thr_dev = throughput / devices
-        tpj = throughput / power
-        fits_v = 1.0
-        ai = flops_dec / (weights_read + kv_read + act_read_dec + host_traffic_dec)
-        mfu = mb * flops_dec / (peak * tpot)
-        mbu = mb * tpk / tpot
-    return (ttft, tpot, e2e, throughput, total_tp, thr_dev, tpj, power, mem_dev, fits_v, bound,
-            ai, mfu, mbu, cov, min_dev)
+    # latency variance: device jitter and EP load imbalance, eq. (12)
+    t_imb = t_a2a
+    if t_comp >= t_mem:
+        t_imb += t_comp * flops_exp / flops_dec
+    cov_ep = imb_std_dec * t_imb / t_stage
+    cov = math.sqrt(hw[H_JIT] * hw[H_JIT] + cov_ep * cov_ep)
 
-
-@scalar_jit
-def store_values(out, j, v):
-    """Store :func:`point_values`' tuple in ``out[:, j]``."""
-    out[O_TTFT, j] = v[0]
-    out[O_TPOT, j] = v[1]
-    out[O_E2E, j] = v[2]
-    out[O_THR, j] = v[3]
-    out[O_TTHR, j] = v[4]
-    out[O_THRD, j] = v[5]
-    out[O_TPJ, j] = v[6]
-    out[O_PWR, j] = v[7]
-    out[O_MEM, j] = v[8]
-    out[O_FITS, j] = v[9]
-    out[O_BOUND, j] = v[10]
-    out[O_AI, j] = v[11]
-    out[O_MFU, j] = v[12]
-    out[O_MBU, j] = v[13]
-    out[O_COV, j] = v[14]
-    out[O_MIND, j] = v[15]
-
-
-@scalar_jit
-def stage_point(st, pt, hw, md, peak, pr, ly, batch, context, output_len, out, j):
-    """The rest of one compatible point, stored in ``out[:, j]``."""
-    store_values(out, j, point_values(st, pt, hw, md, peak, pr, ly, batch, context, output_len))
+    out[O_TTFT, j] = ttft
+    out[O_TPOT, j] = tpot
+    out[O_E2E, j] = e2e
+    out[O_THR, j] = throughput
+    out[O_TTHR, j] = total_tp
+    out[O_THRD, j] = throughput / devices
+    out[O_TPJ, j] = throughput / power
+    out[O_PWR, j] = power
+    out[O_MEM, j] = mem_dev
+    out[O_FITS, j] = 1.0
+    out[O_BOUND, j] = bound
+    out[O_AI, j] = flops_dec / (weights_read + kv_read + act_read_dec + host_traffic_dec)
+    out[O_MFU, j] = mb * flops_dec / (peak * tpot)
+    out[O_MBU, j] = mb * tpk / tpot
+    out[O_COV, j] = cov
+    out[O_MIND, j] = min_dev
 
 
 @scalar_jit
