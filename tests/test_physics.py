@@ -259,7 +259,11 @@ def test_offload_zero_ignores_the_host_tier(p):
 @given(S.fitting_points(offload=0.0, host=True), st.floats(0.01, 1.0))
 def test_offloading_weights_to_a_slower_host_never_speeds_up(p, off):
     """Moving weights from device tiers to a host tier slower than every device tier can only make
-    each step longer (placement of the rest only improves, but host reads dominate)."""
+    each step longer (placement of the rest only improves, but host reads dominate).
+    Holds when every weight byte is read each step: an untied input embedding is stored but not
+    read, so offloading part of it is free and frees fast tiers for the KV cache, which can
+    legitimately speed the step up. The property is therefore checked on tied embeddings."""
+    p = S.variant(p, md={"params_embed_only": 0.0})
     hw = p["hw"]
     slowest = min(hw[f"tier{i}_bandwidth"] * hw[f"tier{i}_efficiency"] for i in range(3)
                   if hw[f"tier{i}_capacity"] > 0)
