@@ -6,8 +6,16 @@ per-point physics in :mod:`kernels.roofline`. The array contract is :mod:`kernel
 Importing this package does not import numba: the entry points load on first use.
 """
 
-from kernels.params import (BOUND_INFEASIBLE, BOUND_MEANINGS, HW_FIELDS, LAYOUT_FIELDS, METRICS,
-                            MODEL_FIELDS, PRECISION_FIELDS, pack)
+from kernels.params import (
+    BOUND_INFEASIBLE,
+    BOUND_MEANINGS,
+    HW_FIELDS,
+    LAYOUT_FIELDS,
+    METRICS,
+    MODEL_FIELDS,
+    PRECISION_FIELDS,
+    pack,
+)
 
 N_METRICS = len(METRICS)
 

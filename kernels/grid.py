@@ -8,13 +8,21 @@ first axis (``params.METRICS`` order).
 from __future__ import annotations
 
 import numpy as np
+from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from kernels.accelerate import parallel_jit, prange, serial_jit
-from kernels.params import METRICS
-from kernels.roofline import (evaluate_point, is_compatible, stage_point, stage_prompt,
-                               stage_static, store_incompatible)
+from kernels.params import HW_FIELDS, LAYOUT_FIELDS, METRICS, MODEL_FIELDS, PRECISION_FIELDS
+from kernels.roofline import (
+    evaluate_point,
+    is_compatible,
+    stage_point,
+    stage_prompt,
+    stage_static,
+    store_incompatible,
+)
 
 N_METRICS = len(METRICS)
+N_HW, N_MD, N_PR, N_LY = len(HW_FIELDS), len(MODEL_FIELDS), len(PRECISION_FIELDS), len(LAYOUT_FIELDS)
 
 
 @serial_jit
@@ -31,23 +39,27 @@ def _grid_block(hw_h, md_m, peak_h, bt, context, output_len, pr, ly, prefill_chu
     n_p = pr.shape[0]
     n_l = ly.shape[0]
     n_pl = n_p * n_l
+    # table rows as tuples: the physics reads them with constant indices, and values held in
+    # registers need no reload after every store to ``out`` (which row views might alias)
+    hw_t = to_fixed_tuple(hw_h, N_HW)
+    md_t = to_fixed_tuple(md_m, N_MD)
     for p in range(n_p):
-        pr_p = pr[p]
+        pr_t = to_fixed_tuple(pr[p], N_PR)
         pk = peak_h[p]
         for li in range(n_l):
-            ly_l = ly[li]
+            ly_t = to_fixed_tuple(ly[li], N_LY)
             j0 = base + p * n_l + li
-            if not is_compatible(hw_h, md_m, pk, ly_l):
+            if not is_compatible(hw_t, md_t, pk, ly_t):
                 for so in range(n_s * n_o):
                     store_incompatible(out, j0 + so * n_pl)
                 continue
-            st = stage_static(hw_h, md_m, pk, bt, pr_p, ly_l)
+            st = stage_static(hw_t, md_t, pk, bt, pr_t, ly_t)
             for s in range(n_s):
                 cs = context[s]
-                pt = stage_prompt(st, hw_h, md_m, pr_p, ly_l, bt, cs, prefill_chunk)
+                pt = stage_prompt(st, hw_t, md_t, pr_t, ly_t, bt, cs, prefill_chunk)
                 js = j0 + s * n_o * n_pl
                 for o in range(n_o):
-                    stage_point(st, pt, hw_h, md_m, pk, pr_p, ly_l, bt, cs, output_len[o],
+                    stage_point(st, pt, hw_t, md_t, pk, pr_t, ly_t, bt, cs, output_len[o],
                                 out, js + o * n_pl)
 
 

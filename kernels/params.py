@@ -26,7 +26,8 @@ HW_FIELDS = (
 #: model table columns (parameter and element counts, see grids.models.ModelArch)
 MODEL_FIELDS = (
     "n_layers", "d_model", "vocab_size",
-    "params_linear",        # read every step at weight precision: attention, dense MLP, shared experts, router, norms
+    "params_linear",        # read every step at weight precision: attention, dense MLP,
+                            # shared experts, router, norms
     "params_head",          # LM head read every step at embedding precision (the embedding when tied)
     "params_embed_only",    # input embedding stored but not read per step (0 when tied)
     "params_expert",        # one routed expert in one MoE layer

@@ -189,7 +189,8 @@ def place(hw, seg0, seg1, seg2, seg3, tr0, tr1, tr2, tr3, host_bytes, host_traff
     """Place four segments fastest tier first and time the reads  [model.md eq. (8)].
 
     seg0..seg3 are resident bytes (dense weights read per pass, expert weights, KV cache,
-    activations), with ``seg_stored`` bytes of stored-only weights placed after the experts; tr0..tr3 the bytes of each segment read or written in the phase, spread over the tiers in
+    activations), with ``seg_stored`` bytes of stored-only weights placed after the experts;
+    tr0..tr3 the bytes of each segment read or written in the phase, spread over the tiers in
     proportion to where the segment lies. Bytes that do not fit the device tiers spill to the host
     tier when ``allow_spill`` (the layout offloads), else the point does not fit. ``host_bytes`` /
     ``host_traffic`` are bytes placed in the host tier by the offload fraction.

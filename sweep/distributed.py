@@ -19,6 +19,7 @@ name, then rename); any failure removes the partial file.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import math
@@ -263,12 +264,12 @@ def run_distributed(gr, scheduler: str, *, output, fmt=None, budget: int, progre
                     bar.update(points)
             else:
                 chunks = plan_chunks(grid.shape, max_points)
-                window = max(2, 2 * n_threads)
-                todo = list(chunks)
+                window = max(2, 2 * n_threads)  # tasks in flight: results wait on workers
+                todo = collections.deque(chunks)
                 owner = {}
 
                 def submit_next(ac=None):
-                    c = todo.pop(0)
+                    c = todo.popleft()
                     f = client.submit(_chunk_arrays_task, gr_f, c, by_host, retries=2,
                                       pure=False)
                     owner[f.key] = c
@@ -277,8 +278,8 @@ def run_distributed(gr, scheduler: str, *, output, fmt=None, budget: int, progre
                         ac.add(f)
                     return f
 
-                first = [submit_next() for _ in range(min(window, len(todo)))]
-                ac = as_completed(first)
+                initial = [submit_next() for _ in range(min(window, len(todo)))]
+                ac = as_completed(initial)
                 for fut in ac:
                     c = owner.pop(fut.key)
                     arrays, fits = fut.result()

@@ -157,7 +157,7 @@ def _spawn_run(tmp_path: Path, out: Path) -> subprocess.Popen:
     spec.write_text(textwrap.dedent("""
         hardware = "all"
         model = ["llama-3.1-8b", "llama-3.3-70b", "mixtral-8x7b", "qwen3-32b"]
-        batch = { from = 1, to = 4096, scale = "linear", num = 400 }
+        batch = { from = 1, to = 4096, scale = "linear", num = 3000 }
         context = { from = 128, to = 131072, scale = "log2" }
         precision = ["bf16", "fp8", "w4a16", "int8"]
         parallelism = { tp = [1, 2, 4, 8], pp = [1, 2], ep = [1] }
@@ -177,7 +177,7 @@ def _wait_for_partial(tmp_path: Path, proc: subprocess.Popen, timeout: float = 6
     while time.time() < end and proc.poll() is None:
         partial = [p for p in tmp_path.iterdir() if p.name.startswith(TMP_PREFIX)]
         if partial and partial[0].stat().st_size > 0:
-            time.sleep(0.5)
+            time.sleep(0.1)  # let it write a few chunks; the grid takes many seconds to finish
             return True
         time.sleep(0.05)
     return False
