@@ -33,31 +33,3 @@ def suggest(name: str, known: Iterable[str], n: int = 3) -> str:
     if matches:
         return f" (did you mean {', '.join(repr(m) for m in matches)}?)"
     return f" (known: {', '.join(sorted(known))})"
-
-
-class Problems:
-    """Collects problems and raises them together: ``with Problems("spec") as p: p.add(...)``."""
-
-    def __init__(self, context: str = "") -> None:
-        self.context = context
-        self.items: list[str] = []
-
-    def add(self, message: str) -> None:
-        self.items.append(message)
-
-    def extend(self, messages: Iterable[str]) -> None:
-        self.items.extend(messages)
-
-    def __bool__(self) -> bool:
-        return bool(self.items)
-
-    def raise_if_any(self) -> None:
-        if self.items:
-            raise SpecError(self.items, self.context)
-
-    def __enter__(self) -> Problems:
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self.raise_if_any()

@@ -5,9 +5,6 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from grids.units import format_quantity
-from sweep.variables import VARIABLES
-
 
 def headline_variation(ds: xr.Dataset, metric: str = "throughput", over: str = "hardware"
                        ) -> dict | None:
@@ -90,9 +87,3 @@ def info_text(ds: xr.Dataset) -> str:
 def _preview(values) -> str:
     vals = [str(v) for v in np.asarray(values).ravel()]
     return ", ".join(vals) if len(vals) <= 6 else ", ".join([*vals[:3], "...", *vals[-2:]])
-
-
-def describe_metric(name: str, value: float) -> str:
-    var = VARIABLES[name]
-    dim = {"s": "time", "B": "bytes", "W": "power"}.get(var.units)
-    return format_quantity(value, dim) if dim else f"{value:.4g} {var.units}"
