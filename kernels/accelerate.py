@@ -70,3 +70,10 @@ def parallel_jit(func):
 
 
 prange = numba.prange
+
+if numba.config.DISABLE_JIT:
+    def fixed_tuple(array, n):
+        """Pure-Python stand-in for numba's ``to_fixed_tuple`` (``NUMBA_DISABLE_JIT=1``)."""
+        return tuple(array[:n])
+else:
+    from numba.np.unsafe.ndarray import to_fixed_tuple as fixed_tuple  # noqa: F401

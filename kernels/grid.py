@@ -8,9 +8,8 @@ first axis (``params.METRICS`` order).
 from __future__ import annotations
 
 import numpy as np
-from numba.np.unsafe.ndarray import to_fixed_tuple
 
-from kernels.accelerate import parallel_jit, prange, serial_jit
+from kernels.accelerate import fixed_tuple, parallel_jit, prange, serial_jit
 from kernels.params import HW_FIELDS, LAYOUT_FIELDS, METRICS, MODEL_FIELDS, PRECISION_FIELDS
 from kernels.roofline import (
     evaluate_point,
@@ -41,13 +40,13 @@ def _grid_block(hw_h, md_m, peak_h, bt, context, output_len, pr, ly, prefill_chu
     n_pl = n_p * n_l
     # table rows as tuples: the physics reads them with constant indices, and values held in
     # registers need no reload after every store to ``out`` (which row views might alias)
-    hw_t = to_fixed_tuple(hw_h, N_HW)
-    md_t = to_fixed_tuple(md_m, N_MD)
+    hw_t = fixed_tuple(hw_h, N_HW)
+    md_t = fixed_tuple(md_m, N_MD)
     for p in range(n_p):
-        pr_t = to_fixed_tuple(pr[p], N_PR)
+        pr_t = fixed_tuple(pr[p], N_PR)
         pk = peak_h[p]
         for li in range(n_l):
-            ly_t = to_fixed_tuple(ly[li], N_LY)
+            ly_t = fixed_tuple(ly[li], N_LY)
             j0 = base + p * n_l + li
             if not is_compatible(hw_t, md_t, pk, ly_t):
                 for so in range(n_s * n_o):
