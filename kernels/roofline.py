@@ -150,11 +150,14 @@ def _put_segment(hw, size, traffic, st):
 
 @scalar_jit
 def place_begin(hw, seg0, seg1, tr0, tr1, seg_stored):
-    """First half of :func:`place`: the weight segments (they do not depend on the prompt or
-    output length, so the grid kernel places them once per hardware x model x batch x precision x
-    layout): dense weights read every pass, expert weights, then ``seg_stored`` bytes of weights
-    held but not read (the input embedding). Returns the placement state (free bytes per tier,
-    times so far, spill so far)."""
+    """Placement of the resident segments fastest tier first, first half  [model.md eq. (8)].
+
+    The weight segments, which do not depend on the prompt or output length (so the grid kernel
+    places them once per hardware x model x batch x precision x layout): ``seg0`` dense weights
+    read every pass, ``seg1`` expert weights, then ``seg_stored`` bytes of weights held but not
+    read (the input embedding). ``tr0``/``tr1`` are the bytes of each segment moved in the phase,
+    spread over the tiers in proportion to where the segment lies. Returns the placement state
+    (free bytes per tier, times so far, spill so far) for :func:`place_end`."""
     capf = hw[H_CAPF]
     st = (hw[H_T0C] * capf, hw[H_T1C] * capf, hw[H_T2C] * capf, 0.0, 0.0, 0.0, 0.0, 0.0)
     st = _put_segment(hw, seg0, tr0, st)
@@ -164,7 +167,12 @@ def place_begin(hw, seg0, seg1, tr0, tr1, seg_stored):
 
 @scalar_jit
 def place_end(hw, st, seg2, seg3, tr2, tr3, host_bytes, host_traffic, allow_spill):
-    """Second half of :func:`place`: KV cache and activations, then the host tier."""
+    """Second half of the placement: KV cache (``seg2``) and activations (``seg3``), then the host
+    tier. Bytes that do not fit the device tiers spill to the host tier when ``allow_spill`` (the
+    layout offloads), else the point does not fit; ``host_bytes`` / ``host_traffic`` are bytes
+    placed in the host tier by the offload fraction. Returns (fits, t_sram, t_dram, t_host,
+    time_at_peak): times at achievable bandwidth per tier kind, and sum(bytes / peak bandwidth)
+    for utilisation."""
     st = _put_segment(hw, seg2, tr2, st)
     st = _put_segment(hw, seg3, tr3, st)
     _, _, _, t_sram, t_dram, t_peak, spill, spill_traffic = st
@@ -181,25 +189,6 @@ def place_end(hw, st, seg2, seg3, tr2, tr3, host_bytes, host_traffic, allow_spil
             t_host = moved / (hw[H_HB] * hw[H_HE])
             t_peak += moved / hw[H_HB]
     return fits, t_sram, t_dram, t_host, t_peak
-
-
-@scalar_jit
-def place(hw, seg0, seg1, seg2, seg3, tr0, tr1, tr2, tr3, host_bytes, host_traffic,
-          allow_spill, seg_stored=0.0):
-    """Place four segments fastest tier first and time the reads  [model.md eq. (8)].
-
-    seg0..seg3 are resident bytes (dense weights read per pass, expert weights, KV cache,
-    activations), with ``seg_stored`` bytes of stored-only weights placed after the experts;
-    tr0..tr3 the bytes of each segment read or written in the phase, spread over the tiers in
-    proportion to where the segment lies. Bytes that do not fit the device tiers spill to the host
-    tier when ``allow_spill`` (the layout offloads), else the point does not fit. ``host_bytes`` /
-    ``host_traffic`` are bytes placed in the host tier by the offload fraction.
-
-    Returns (fits, t_sram, t_dram, t_host, time_at_peak) where the t_* are times at achievable
-    bandwidth per tier kind and time_at_peak is sum(bytes / peak bandwidth) (for utilisation).
-    """
-    return place_end(hw, place_begin(hw, seg0, seg1, tr0, tr1, seg_stored), seg2, seg3, tr2,
-                     tr3, host_bytes, host_traffic, allow_spill)
 
 
 # ------------------------------------------------------------------------------------------------
