@@ -473,6 +473,13 @@ def overlay_toml(cal: Calibration, *, data_path: str | Path, command: str,
     return "\n".join(lines)
 
 
+def inside_installation(path: str | Path) -> bool:
+    """True if ``path`` lies inside an installed copy of the package (site-packages): the tool
+    never writes there. A source checkout (editable install) is the developer's own tree."""
+    parts = {p.lower() for p in Path(path).resolve().parts}
+    return bool(parts & {"site-packages", "dist-packages"})
+
+
 def write_overlay(text: str, path: str | Path) -> Path:
     """Write atomically; when ``path`` is the catalog's overlay, clear the loader caches."""
     path = Path(path)

@@ -1,7 +1,8 @@
 """The ``sweep`` command line.
 
 Exit codes: 0 success, 2 bad input (one clear message, no traceback), 1 unexpected error,
-130 interrupted (Ctrl-C; no partial result is left under the target name).
+130 interrupted by Ctrl-C (SIGINT), 143 terminated by SIGTERM; an interrupted run leaves the previous
+target as it was and removes its partial file.
 Set ``SWEEP_DEBUG=1`` to see tracebacks of unexpected errors.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 
@@ -36,7 +38,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     ds, stats = run_with_stats(args.spec, max_memory=args.max_memory, progress=progress,
                                output=args.output, format=args.format,
-                               scheduler=args.scheduler)
+                               scheduler=args.scheduler, overwrite=args.overwrite)
     with ds:  # close the file handle before exiting
         wall = time.perf_counter() - t0
         print(run_summary(ds, stats, wall, args.output))
@@ -85,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="file format (default: from the extension; netcdf)")
     r.add_argument("--max-memory", default="1 GiB",
                    help="memory budget for kernel output, e.g. '512 MiB', '4G' (default 1 GiB)")
+    r.add_argument("--overwrite", action="store_true",
+                   help="replace the output even if it is not a result written by sweep (by "
+                        "default only a previous result is replaced)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.add_argument("--scheduler", default=None,
                    help="run on Dask: 'local:N' (local cluster of N workers) or tcp://HOST:PORT")
@@ -114,10 +119,11 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as exc:
         sys.stderr.write(f"sweep: error: {exc}\n")
         code = EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        sys.stderr.write("\nsweep: interrupted; no partial result was left under the target "
-                         "name\n")
-        code = EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:
+        code = getattr(exc, "exit_code", EXIT_INTERRUPTED)
+        what = "terminated" if code == 128 + signal.SIGTERM else "interrupted"
+        sys.stderr.write(f"\nsweep: {what}; the previous output (if any) is unchanged and no "
+                         f"partial result was left\n")
     except BrokenPipeError:
         code = EXIT_OK
     except Exception as exc:

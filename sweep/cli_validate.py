@@ -148,7 +148,11 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         raise SpecError(f"--f-scale must be > 0, got {args.f_scale}")
     if args.prior_weight < 0:
         raise SpecError(f"--prior-weight must be >= 0, got {args.prior_weight}")
-    output = Path(args.output) if args.output else C.default_output()
+    output = Path(args.output)
+    if C.inside_installation(output):
+        raise SpecError(f"-o {output}: refusing to write into the installed package "
+                        f"({output.resolve().parent}); write the overlay to a path of your own and "
+                        f"pass it to `sweep validate --calibration FILE`")
     flags = _whatif_flags(args)
     if flags and output.resolve() == C.default_output().resolve():
         raise SpecError(f"what-if options ({flags}) change the data mapping or the batching "
@@ -334,9 +338,9 @@ def register(subparsers) -> None:
         "calibrate", help="fit the catalog's efficiency parameters to the measurements and write "
                           "the calibration overlay")
     _add_data_options(c)
-    c.add_argument("-o", "--output", default=None, metavar="FILE",
-                   help="overlay TOML to write (default: grids/data/calibration.toml, which the "
-                        "catalog then applies)")
+    c.add_argument("-o", "--output", required=True, metavar="FILE.toml",
+                   help="overlay TOML to write (never inside the installed package; in a source "
+                        "checkout, grids/data/calibration.toml updates the shipped calibration)")
     c.add_argument("--min-rows", type=int, default=8, metavar="N",
                    help="devices with fewer usable rows take the pooled class fit (default 8)")
     c.add_argument("--loss", choices=("soft_l1", "huber", "cauchy", "linear"),

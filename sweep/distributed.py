@@ -215,7 +215,8 @@ def _wait_for_workers(client, timeout: float = 60.0) -> int:
 
 
 # ------------------------------------------------------------------------------ the run
-def run_distributed(gr, scheduler: str, *, output, fmt=None, budget: int, progress: bool = True):
+def run_distributed(gr, scheduler: str, *, output, fmt=None, budget: int, progress: bool = True,
+                    overwrite: bool = False):
     """Evaluate ``gr`` (a :class:`sweep.run.GridRun`) on a Dask cluster and write it to ``output``.
 
     Returns ``(dataset opened lazily from output, RunStats)``; RunStats.seconds counts from the
@@ -227,6 +228,7 @@ def run_distributed(gr, scheduler: str, *, output, fmt=None, budget: int, progre
     from sweep.dataset import result_dims
     from sweep.io import ResultWriter, infer_format, open_result
     from sweep.run import BYTES_PER_POINT, RunStats, _template, plan_chunks
+    from sweep.signals import checkpoint
 
     if output is None:
         raise SpecError("a distributed run (scheduler=...) needs an output file: pass "
@@ -246,7 +248,8 @@ def run_distributed(gr, scheduler: str, *, output, fmt=None, budget: int, progre
         write_shape += tuple(grid.shape[4:]) if grid.output_len_is_dim else tuple(grid.shape[5:])
         writer = ResultWriter(output, _template(grid), result_dims(grid), fmt,
                               write_shape=write_shape,
-                              cache_bytes=max(1 << 20, budget // (4 * len(METRICS))))
+                              cache_bytes=max(1 << 20, budget // (4 * len(METRICS))),
+                              overwrite=overwrite)
         feasible = 0
         bar = Progress(total, enabled=progress)
         futures: list = []
@@ -258,6 +261,7 @@ def run_distributed(gr, scheduler: str, *, output, fmt=None, budget: int, progre
                 futures = [client.submit(_zarr_region_task, gr_f, c, store, by_host, retries=2,
                                          pure=False) for c in chunks]
                 for fut in as_completed(futures):
+                    checkpoint()
                     points, fits = fut.result()
                     fut.release()
                     feasible += fits
@@ -281,6 +285,7 @@ def run_distributed(gr, scheduler: str, *, output, fmt=None, budget: int, progre
                 initial = [submit_next() for _ in range(min(window, len(todo)))]
                 ac = as_completed(initial)
                 for fut in ac:
+                    checkpoint()
                     c = owner.pop(fut.key)
                     arrays, fits = fut.result()
                     feasible += fits

@@ -9,6 +9,8 @@ computed, so memory stays near the chunk size whatever the grid size.
 from __future__ import annotations
 
 import contextlib
+import errno
+import glob
 import os
 import shutil
 import uuid
@@ -22,14 +24,94 @@ from sweep.variables import VARIABLES
 
 TMP_PREFIX = ".sweep-partial-"
 FORMATS = ("netcdf", "zarr")
+#: file name suffixes each format accepts (a result the tool cannot read back is refused up front)
+SUFFIXES = {"netcdf": (".nc", ".nc4", ".netcdf"), "zarr": (".zarr",)}
+#: the global ``source`` attribute of every result this tool writes starts with this
+RESULT_MARK = "accel-sweep"
+
+
+class OutputError(SpecError):
+    """The output path cannot be written (exit 2 from the CLI): says what and how to fix it."""
 
 
 def infer_format(path: str | Path, fmt: str | None) -> str:
+    """The format of ``path``: ``fmt`` if given (it must agree with the file name), else from the
+    suffix (``.nc``/``.nc4``/``.netcdf`` netCDF, ``.zarr`` Zarr)."""
+    name = str(path).rstrip("/")
+    by_suffix = next((f for f, sfx in SUFFIXES.items() if name.lower().endswith(sfx)), None)
     if fmt is not None:
         if fmt not in FORMATS:
-            raise SpecError(f"unknown format {fmt!r}: use one of {FORMATS}")
+            raise OutputError(f"unknown format {fmt!r}: use one of {FORMATS}")
+        if by_suffix is not None and by_suffix != fmt:
+            raise OutputError(f"output {name!r} has a {by_suffix} file name but --format {fmt} was "
+                              f"asked for: name it *{SUFFIXES[fmt][0]} or drop --format")
+        if by_suffix is None:
+            raise OutputError(f"output {name!r}: a {fmt} result needs a name ending in "
+                              f"{' or '.join(SUFFIXES[fmt])} (so that it can be opened again)")
         return fmt
-    return "zarr" if str(path).rstrip("/").endswith(".zarr") else "netcdf"
+    if by_suffix is None:
+        raise OutputError(f"output {name!r}: cannot tell the format from the name; end it in .nc "
+                          f"(netCDF) or .zarr (Zarr)")
+    return by_suffix
+
+
+def is_result(path: str | Path) -> bool:
+    """True if ``path`` is recognisably a result written by this tool: a netCDF file or a Zarr
+    store whose global ``source`` attribute starts with ``accel-sweep``. Reads metadata only."""
+    p = Path(path)
+    try:
+        if p.is_dir():
+            return _zarr_attrs_mark(p)
+        if p.is_file():
+            import netCDF4
+
+            with netCDF4.Dataset(p, "r") as nc:
+                return str(getattr(nc, "source", "")).startswith(RESULT_MARK)
+    except (OSError, RuntimeError, ValueError, UnicodeDecodeError):
+        return False
+    return False
+
+
+def _zarr_attrs_mark(p: Path) -> bool:
+    import json
+
+    for meta in (p / ".zattrs", p / "zarr.json"):
+        if meta.is_file():
+            attrs = json.loads(meta.read_text(encoding="utf-8"))
+            attrs = attrs.get("attributes", attrs) if meta.name == "zarr.json" else attrs
+            return str(attrs.get("source", "")).startswith(RESULT_MARK)
+    return False
+
+
+def check_output(path: str | Path, fmt: str | None = None, *, overwrite: bool = False
+                 ) -> tuple[Path, str]:
+    """Check an output path before any work is done; returns ``(path, format)``.
+
+    Refused (:class:`OutputError`): a name whose suffix does not match the format; a missing or
+    unwritable parent directory; an existing target of the wrong kind (a directory where a netCDF
+    file is wanted, a file where a Zarr store is wanted); an existing target that is not a result
+    of this tool, unless ``overwrite`` (the user's explicit choice to replace it).
+    """
+    target = Path(path)
+    fmt = infer_format(target, fmt)
+    parent = target.parent
+    if not parent.is_dir():
+        raise OutputError(f"output directory {str(parent)!r} does not exist (create it first)")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"output directory {str(parent)!r} is not writable")
+    if target.exists() or target.is_symlink():
+        if fmt == "netcdf" and target.is_dir():
+            raise OutputError(f"output {str(target)!r} is a directory; a netCDF result is a file: "
+                              f"choose a file name")
+        if fmt == "zarr" and not target.is_dir():
+            raise OutputError(f"output {str(target)!r} exists and is not a directory; a Zarr result "
+                              f"is a directory: choose another name")
+        if not overwrite and not is_result(target):
+            what = "directory" if target.is_dir() else "file"
+            raise OutputError(f"refusing to replace {str(target)!r}: it is an existing {what} that "
+                              f"is not a result written by sweep; choose another output name or pass "
+                              f"--overwrite (overwrite=True) to replace it")
+    return target, fmt
 
 
 def storage_chunks(shape: tuple[int, ...], target: int = 1 << 20) -> tuple[int, ...]:
@@ -46,29 +128,47 @@ def storage_chunks(shape: tuple[int, ...], target: int = 1 << 20) -> tuple[int, 
 
 
 class _Atomic:
-    """Temporary path in the target's directory, renamed onto the target on success."""
+    """Write under a temporary name in the target's directory, publish by renaming onto it.
 
-    def __init__(self, target: str | Path, suffix: str) -> None:
+    The temporary result is ``.<target name>.sweep-partial-<token><suffix>``, created after a lock
+    file ``.<target name>.sweep-partial-<token>.lock`` that this process holds locked
+    (``fcntl.flock``) until it has published or discarded the result. A run that dies leaves its
+    partial behind with an unlocked lock file: the next run to the same target removes it (see
+    :func:`remove_stale_partials`); partials whose lock is held belong to a live run and are kept.
+    """
+
+    def __init__(self, target: str | Path, suffix: str, *, overwrite: bool = False) -> None:
         self.target = Path(target)
+        self.overwrite = overwrite
         parent = self.target.parent
-        if not parent.exists():
-            raise SpecError(f"output directory {str(parent)!r} does not exist")
-        self.tmp = parent / f"{TMP_PREFIX}{uuid.uuid4().hex[:12]}{suffix}"
+        if not parent.is_dir():
+            raise OutputError(f"output directory {str(parent)!r} does not exist")
+        remove_stale_partials(self.target)
+        token = uuid.uuid4().hex[:12]
+        stem = f".{self.target.name}{TMP_PREFIX}{token}"
+        self.lock_path = parent / f"{stem}.lock"
+        self.tmp = parent / f"{stem}{suffix}"
+        self.old = parent / f"{stem}.old"
+        self._lock_fd = _take_lock(self.lock_path)
 
     def commit(self) -> None:
-        if self.tmp.is_dir():
-            if self.target.exists():
-                old = self.target.parent / f"{TMP_PREFIX}old-{uuid.uuid4().hex[:8]}"
-                os.replace(self.target, old)
-                os.replace(self.tmp, self.target)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(self.tmp, self.target)
-        else:
-            if self.target.is_dir():
-                raise SpecError(f"{self.target} is a directory; choose a file name")
-            os.replace(self.tmp, self.target)
-        _fsync_dir(self.target.parent)
+        from sweep.signals import checkpoint
+
+        checkpoint()  # an interrupt that was swallowed somewhere still stops the publication
+        t = self.target
+        exists = t.exists() or t.is_symlink()
+        if exists and not self.overwrite and not is_result(t):
+            raise OutputError(f"refusing to replace {str(t)!r}: it appeared during the run and is "
+                              f"not a result written by sweep (pass --overwrite to replace it)")
+        if exists and t.is_dir() and not t.is_symlink():
+            # a directory cannot be renamed over: move it aside first (a run that dies between
+            # the two renames leaves it as <stem>.old, which the next run restores)
+            os.replace(t, self.old)
+        os.replace(self.tmp, t)  # a file target (or symlink) is replaced atomically
+        if self.old.exists():
+            shutil.rmtree(self.old, ignore_errors=True)
+        _fsync_dir(t.parent)
+        self._release()
 
     def discard(self) -> None:
         if self.tmp.is_dir():
@@ -76,6 +176,74 @@ class _Atomic:
         else:
             with contextlib.suppress(FileNotFoundError):
                 self.tmp.unlink()
+        self._release()
+
+    def _release(self) -> None:
+        if self._lock_fd is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.lock_path.unlink()
+            with contextlib.suppress(OSError):
+                os.close(self._lock_fd)  # closing drops the flock
+            self._lock_fd = None
+
+
+def _take_lock(path: Path) -> int | None:
+    """Create ``path`` and hold an exclusive flock on it (None where flock is unavailable)."""
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+    except OSError as exc:
+        raise OutputError(f"cannot write in {str(path.parent)!r}: {exc.strerror}") from exc
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except ImportError:  # pragma: no cover - not POSIX
+        pass
+    return fd
+
+
+def remove_stale_partials(target: str | Path) -> list[Path]:
+    """Remove what dead runs to ``target`` left behind; returns the removed paths.
+
+    Only files that are provably this tool's (the ``.<target>.sweep-partial-<token>`` names) and
+    provably dead (their lock file can be locked, so no process holds it) are removed.
+    """
+    target = Path(target)
+    removed: list[Path] = []
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return removed
+    prefix = f".{target.name}{TMP_PREFIX}"
+    for lock in sorted(target.parent.glob(f"{glob.escape(prefix)}*.lock")):
+        stem = lock.name[:-len(".lock")]
+        try:
+            fd = os.open(lock, os.O_RDWR)
+        except OSError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # held by a live run
+            for p in lock.parent.glob(f"{glob.escape(stem)}*"):
+                if p == lock:
+                    continue
+                if p.name.endswith(".old") and not (target.exists() or target.is_symlink()):
+                    os.replace(p, target)  # died between the two renames of a commit: restore
+                    continue
+                if p.is_dir():
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    with contextlib.suppress(FileNotFoundError):
+                        p.unlink()
+                removed.append(p)
+            with contextlib.suppress(FileNotFoundError):
+                lock.unlink()
+            removed.append(lock)
+        finally:
+            os.close(fd)
+    return removed
 
 
 def _fsync_dir(path: Path) -> None:
@@ -100,20 +268,26 @@ class ResultWriter:
 
     def __init__(self, path: str | Path, template: xr.Dataset, dims: tuple[str, ...],
                  fmt: str | None = None, write_shape: tuple[int, ...] | None = None,
-                 cache_bytes: int = 4 << 20) -> None:
-        self.fmt = infer_format(path, fmt)
+                 cache_bytes: int = 4 << 20, *, overwrite: bool = False) -> None:
+        path, self.fmt = check_output(path, fmt, overwrite=overwrite)
         self.dims = dims
         self.shape = tuple(template.sizes[d] for d in dims)
         # storage chunks follow the shape of the pieces written, so every write covers whole
         # chunks and the HDF5 chunk cache (bounded by ``cache_bytes`` per variable) stays small
         self.chunks = storage_chunks(write_shape or self.shape)
         self.cache_bytes = int(cache_bytes)
-        self.atomic = _Atomic(path, ".zarr" if self.fmt == "zarr" else ".nc")
+        self.atomic = _Atomic(path, ".zarr" if self.fmt == "zarr" else ".nc", overwrite=overwrite)
         self.closed = False
-        if self.fmt == "netcdf":
-            self._open_netcdf(template)
-        else:
-            self._open_zarr(template)
+        self._nc = None
+        try:
+            with diagnose_write(self.atomic.tmp.parent):
+                if self.fmt == "netcdf":
+                    self._open_netcdf(template)
+                else:
+                    self._open_zarr(template)
+        except BaseException:
+            self.abort()
+            raise
 
     # ---- netCDF4 via the netCDF4 library (streamed region writes)
     def _open_netcdf(self, template: xr.Dataset) -> None:
@@ -163,32 +337,67 @@ class ResultWriter:
         self._zarr_coords = list(ds.coords)
 
     def write(self, region: tuple[slice, ...], arrays: dict[str, np.ndarray]) -> None:
-        if self.fmt == "netcdf":
-            for name, arr in arrays.items():
-                self._nc.variables[name][region] = arr
-        else:
-            import zarr
+        nbytes = sum(a.nbytes for a in arrays.values())
+        with diagnose_write(self.atomic.tmp.parent, nbytes):
+            if self.fmt == "netcdf":
+                for name, arr in arrays.items():
+                    self._nc.variables[name][region] = arr
+            else:
+                import zarr
 
-            group = zarr.open_group(str(self.atomic.tmp), mode="r+", zarr_format=2)
-            for name, arr in arrays.items():
-                group[name][region] = arr
+                group = zarr.open_group(str(self.atomic.tmp), mode="r+", zarr_format=2)
+                for name, arr in arrays.items():
+                    group[name][region] = arr
 
     def close(self) -> None:
         """Finish and publish the file under the target name."""
         if self.closed:
             return
-        if self.fmt == "netcdf":
-            self._nc.close()
+        with diagnose_write(self.atomic.tmp.parent):
+            if self._nc is not None:
+                self._nc.close()
+                self._nc = None
         self.closed = True
         self.atomic.commit()
 
     def abort(self) -> None:
         """Remove the partial file; the target is left as it was."""
-        if self.fmt == "netcdf" and not self.closed:
+        if self._nc is not None:
             with contextlib.suppress(Exception):
                 self._nc.close()
+            self._nc = None
         self.closed = True
         self.atomic.discard()
+
+
+#: below this many free bytes a failed write is reported as a full disk
+FULL_DISK_SLACK = 16 << 20
+
+
+@contextlib.contextmanager
+def diagnose_write(directory: Path, nbytes: int = 0):
+    """Turn a failed write into one clear :class:`OutputError` when the cause is the file system:
+    no space left, a read-only file system, no permission. (The netCDF library reports a full
+    disk only as "NetCDF: HDF error", so the free space is checked after any failure.) Other
+    errors pass through unchanged."""
+    try:
+        yield
+    except (OSError, RuntimeError) as exc:
+        code = getattr(exc, "errno", None)
+        try:
+            free = shutil.disk_usage(directory).free
+        except OSError:
+            free = None
+        where = str(directory)
+        if code == errno.ENOSPC or (free is not None and free < max(FULL_DISK_SLACK, 2 * nbytes)):
+            have = "" if free is None else f" ({free / 2**20:.1f} MiB free)"
+            raise OutputError(f"no space left on the device holding {where!r}{have}: free some "
+                              f"space or write elsewhere (-o); nothing was left under the target "
+                              f"name") from exc
+        if code in (errno.EROFS, errno.EACCES, errno.EPERM):
+            raise OutputError(f"cannot write in {where!r}: {exc.strerror or exc} (a read-only file "
+                              f"system or no permission): write elsewhere (-o)") from exc
+        raise
 
 
 def _nc_put(nc, name: str, var: xr.Variable | xr.DataArray) -> None:
@@ -210,11 +419,12 @@ def _nc_put(nc, name: str, var: xr.Variable | xr.DataArray) -> None:
         v.setncattr(k, val)
 
 
-def write_dataset(ds: xr.Dataset, path: str | Path, fmt: str | None = None) -> Path:
+def write_dataset(ds: xr.Dataset, path: str | Path, fmt: str | None = None, *,
+                  overwrite: bool = False) -> Path:
     """Write an in-memory result Dataset atomically (same layout as the streamed writer)."""
     dims = tuple(d for d in ds["ttft"].dims)
     template = ds.drop_vars(list(VARIABLES))
-    writer = ResultWriter(path, template, dims, fmt)
+    writer = ResultWriter(path, template, dims, fmt, overwrite=overwrite)
     try:
         writer.write(tuple(slice(None) for _ in dims),
                      {name: ds[name].values for name in VARIABLES})

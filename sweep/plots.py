@@ -16,6 +16,7 @@ with units, log axes where values span decades and a legend naming the devices.
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
@@ -63,7 +64,12 @@ def save(fig: Figure, path: str | Path, dpi: int = 120) -> Path:
     if ext not in FORMATS:
         raise SpecError(f"cannot tell the image format of {str(p)!r}: use a file name ending "
                         f"in {', '.join('.' + f for f in FORMATS)}")
-    fig.savefig(p, dpi=dpi, format=ext)
+    tmp = p.with_name(f".{p.name}.sweep-partial")
+    try:
+        fig.savefig(tmp, dpi=dpi, format=ext)
+        os.replace(tmp, p)  # atomic: an interrupted save leaves no half-written image
+    finally:
+        tmp.unlink(missing_ok=True)
     return p
 
 

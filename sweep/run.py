@@ -141,7 +141,7 @@ class RunStats:
 
 def run(spec: Any = None, *, max_memory: str | int | None = DEFAULT_MAX_MEMORY,
         progress: bool = True, output: str | Path | None = None, format: str | None = None,
-        scheduler: str | None = None) -> xr.Dataset:
+        scheduler: str | None = None, overwrite: bool = False) -> xr.Dataset:
     """Evaluate a grid spec and return the result as an :class:`xarray.Dataset`.
 
     Parameters
@@ -160,23 +160,44 @@ def run(spec: Any = None, *, max_memory: str | int | None = DEFAULT_MAX_MEMORY,
     scheduler : str, optional
         ``'local:N'`` or ``'tcp://host:port'`` to evaluate chunks on a Dask cluster (needs
         ``output``; see ``sweep.distributed``).
+    overwrite : bool
+        Replace ``output`` even if it is not a result written by this tool (by default only a
+        previous result is replaced; anything else is refused before any work is done).
+
+    SIGINT and SIGTERM stop the run (:class:`sweep.signals.Interrupted`) and leave the previous
+    ``output`` as it was.
     """
     ds, _ = run_with_stats(spec, max_memory=max_memory, progress=progress, output=output,
-                           format=format, scheduler=scheduler)
+                           format=format, scheduler=scheduler, overwrite=overwrite)
     return ds
 
 
 def run_with_stats(spec: Any = None, *, max_memory=DEFAULT_MAX_MEMORY, progress: bool = True,
-                   output=None, format=None, scheduler=None) -> tuple[xr.Dataset, RunStats]:
+                   output=None, format=None, scheduler=None, overwrite: bool = False
+                   ) -> tuple[xr.Dataset, RunStats]:
+    from sweep.signals import guarded
+
+    if output is not None:  # every check of the target before any computation
+        from sweep.io import check_output
+
+        output, format = check_output(output, format, overwrite=overwrite)
     grid = load_spec(spec)
     budget = parse_memory(max_memory)
+    with guarded():
+        return _run(grid, budget, progress, output, format, scheduler, overwrite)
+
+
+def _run(grid: GridSpec, budget: int, progress: bool, output, format, scheduler, overwrite
+         ) -> tuple[xr.Dataset, RunStats]:
+    from sweep.signals import checkpoint
+
     gr = GridRun(grid)
     total = grid.n_points
     if scheduler is not None:
         from sweep.distributed import run_distributed
 
         return run_distributed(gr, scheduler, output=output, fmt=format, budget=budget,
-                               progress=progress)
+                               progress=progress, overwrite=overwrite)
     if output is None and total * BYTES_PER_POINT > budget:
         raise SpecError(
             f"the grid has {total:,} points needing "
@@ -190,6 +211,7 @@ def run_with_stats(spec: Any = None, *, max_memory=DEFAULT_MAX_MEMORY, progress:
         full = np.empty((len(METRICS), *grid.shape), dtype=np.float32)
         for c in chunks:
             full[(slice(None), c.h, c.m, c.b, c.s)] = gr.evaluate(c)
+            checkpoint()
             bar.update(c.size(grid.shape))
         bar.close()
         ds = build_dataset(grid, full)
@@ -202,11 +224,13 @@ def run_with_stats(spec: Any = None, *, max_memory=DEFAULT_MAX_MEMORY, progress:
     write_shape = tuple(sl.stop - sl.start for sl in (first.h, first.m, first.b, first.s))
     write_shape += tuple(grid.shape[4:]) if grid.output_len_is_dim else tuple(grid.shape[5:])
     writer = ResultWriter(output, template, result_dims(grid), format, write_shape=write_shape,
-                          cache_bytes=max(1 << 20, budget // (4 * len(METRICS))))
+                          cache_bytes=max(1 << 20, budget // (4 * len(METRICS))),
+                          overwrite=overwrite)
     feasible = 0
     try:
         for c in chunks:
             out = gr.evaluate(c)
+            checkpoint()
             feasible += int(np.count_nonzero(out[FITS] == 1.0))
             writer.write(gr.region(c), gr.chunk_arrays(c, out))
             bar.update(c.size(grid.shape))

@@ -146,7 +146,7 @@ def test_failure_leaves_no_file(cluster, tmp_path, fmt):
         run_distributed(BrokenRun(load_spec(SPEC)), cluster.scheduler_address, output=out,
                         fmt=fmt, budget=parse_memory(TINY), progress=False)
     assert not out.exists()
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(TMP_PREFIX)]
+    assert not [p for p in tmp_path.iterdir() if TMP_PREFIX in p.name]
 
 
 def test_needs_output_and_valid_scheduler(tmp_path):

@@ -130,9 +130,10 @@ def test_in_memory_over_budget_is_a_clear_error():
         sweep.run(dict(SMALL, batch=list(range(1, 200))), max_memory="64 KiB", progress=False)
 
 
-def test_failure_mid_write_leaves_previous_file(tmp_path, monkeypatch):
+def test_failure_mid_write_leaves_previous_file(tmp_path, monkeypatch, small_ds):
     target = tmp_path / "keep.nc"
-    target.write_bytes(b"previous result")
+    write_dataset(small_ds.isel(batch=[0]), target)
+    previous = target.read_bytes()
     runmod = importlib.import_module("sweep.run")  # the module, not the function sweep.run
 
     calls = {"n": 0}
@@ -148,11 +149,12 @@ def test_failure_mid_write_leaves_previous_file(tmp_path, monkeypatch):
     spec = dict(SMALL, batch=[1, 2, 4, 8, 16, 32, 64, 128], context=[128, 512, 2048, 8192])
     with pytest.raises(KeyboardInterrupt):
         run_with_stats(spec, max_memory="64 KiB", progress=False, output=target)
-    assert target.read_bytes() == b"previous result"
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(TMP_PREFIX)]
+    assert target.read_bytes() == previous
+    assert not [p for p in tmp_path.iterdir() if TMP_PREFIX in p.name]
 
 
 def _spawn_run(tmp_path: Path, out: Path) -> subprocess.Popen:
+    (tmp_path / "small.toml").write_text('hardware = ["h100-sxm"]\nmodel = ["llama-3.1-8b"]\n')
     spec = tmp_path / "big.toml"
     spec.write_text(textwrap.dedent("""
         hardware = "all"
@@ -175,7 +177,8 @@ def _spawn_run(tmp_path: Path, out: Path) -> subprocess.Popen:
 def _wait_for_partial(tmp_path: Path, proc: subprocess.Popen, timeout: float = 60.0) -> bool:
     end = time.time() + timeout
     while time.time() < end and proc.poll() is None:
-        partial = [p for p in tmp_path.iterdir() if p.name.startswith(TMP_PREFIX)]
+        partial = [p for p in tmp_path.iterdir() if TMP_PREFIX in p.name
+                   and not p.name.endswith(".lock")]
         if partial and partial[0].stat().st_size > 0:
             time.sleep(0.1)  # let it write a few chunks; the grid takes many seconds to finish
             return True
@@ -184,23 +187,29 @@ def _wait_for_partial(tmp_path: Path, proc: subprocess.Popen, timeout: float = 6
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
-def test_killed_run_leaves_no_partial_target(tmp_path, sig):
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM])
+def test_killed_run_leaves_no_partial_target(tmp_path, sig, small_ds):
     out = tmp_path / "result.nc"
-    out.write_bytes(b"previous")
+    write_dataset(small_ds.isel(batch=[0]), out)
+    previous = out.read_bytes()
     proc = _spawn_run(tmp_path, out)
     assert _wait_for_partial(tmp_path, proc), proc.communicate()
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
-    assert out.read_bytes() == b"previous"
-    if sig == signal.SIGINT:
-        assert proc.returncode == 130
+    assert out.read_bytes() == previous
+    left = [p for p in tmp_path.iterdir() if TMP_PREFIX in p.name]
+    if sig in (signal.SIGINT, signal.SIGTERM):
+        assert proc.returncode == 128 + sig
         text = err.decode()
-        assert "interrupted" in text and "Traceback" not in text
+        assert ("interrupted" if sig == signal.SIGINT else "terminated") in text
+        assert "Traceback" not in text
         assert len(text.strip().splitlines()) == 1
-        assert not [p for p in tmp_path.iterdir() if p.name.startswith(TMP_PREFIX)]
+        assert not left
     else:
         assert proc.returncode == -signal.SIGKILL
+        assert left  # a dead run's partial and lock stay ...
+        assert main(["run", str(tmp_path / "small.toml"), "-o", str(out), "--no-progress"]) == 0
+        assert not [p for p in tmp_path.iterdir() if TMP_PREFIX in p.name]  # ... until the next run
 
 
 def test_cli_run_info_and_bad_input(tmp_path, capsys):
