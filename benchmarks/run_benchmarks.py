@@ -145,7 +145,7 @@ def _grid_args(gr):
 
 def _gridrun(spec):
     from grids.spec import load_spec
-    from sweep.run import GridRun
+    from sweep.execute.grid import GridRun
 
     return GridRun(load_spec(spec))
 
@@ -414,7 +414,7 @@ def bench_scaling(sizes: list[str], reps: int) -> list[dict]:
 
 _STREAM_CHILD = textwrap.dedent("""
     import json, time
-    from sweep.run import run_with_stats
+    from sweep.execute.local import run_with_stats
 
 
     def vm_hwm():
@@ -464,7 +464,7 @@ def bench_stream(size: str, fmt: str, workdir: Path, max_memory: str = "512 MiB"
 
 def bench_in_memory_run(reps: int) -> dict:
     """run_with_stats without output on the benchmark grid (kernel + Dataset), for comparison."""
-    from sweep.run import run_with_stats
+    from sweep.execute.local import run_with_stats
 
     spec = bench_spec()
     run_with_stats(spec, max_memory="4 GiB", progress=False)

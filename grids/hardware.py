@@ -482,3 +482,48 @@ def derive_device(base: Device, new_id: str, overrides: dict[str, float],
         base, id=new_id, name=name or f"{base.name} (hypothetical)", peak_flops=peaks,
         tiers=tuple(tiers), host=host, efficiency=Efficiency(**eff, origin=origin),
         base=base.base or base.id, overrides={**base.overrides, **overrides}, **changes)
+
+
+# --------------------------------------------------------------------------------------------
+# calibration overlays (public: sweep's calibration writes and applies them through these)
+
+
+def calibration_path() -> Path:
+    """The shipped calibration overlay, ``grids/data/calibration.toml``."""
+    return _data_dir() / "calibration.toml"
+
+
+def read_overlay(path: str | Path) -> dict[str, Any]:
+    """A calibration overlay TOML file, parsed (one SpecError if it cannot be read)."""
+    return _load_toml(Path(path))
+
+
+def with_efficiency(dev: Device, values: dict[str, float], label: str = "calibrated (device)"
+                    ) -> Device:
+    """``dev`` with efficiency fields replaced by ``values`` (fractions; ``layer_overhead`` [s]);
+    the bandwidth efficiency applies to every memory tier and the host tier, as the loader does."""
+    eff = {k: float(v) for k, v in values.items() if k in EFFICIENCY_FIELDS}
+    origin = dict(dev.efficiency.origin)
+    origin.update(dict.fromkeys(eff, label))
+    new_eff = dataclasses.replace(dev.efficiency, **eff, origin=origin)
+    tiers, host = dev.tiers, dev.host
+    if "bandwidth_efficiency" in eff:
+        bw = eff["bandwidth_efficiency"]
+        tiers = tuple(dataclasses.replace(t, efficiency=bw) for t in tiers)
+        host = dataclasses.replace(host, efficiency=bw) if host is not None else None
+    return dataclasses.replace(dev, efficiency=new_eff, tiers=tiers, host=host)
+
+
+def apply_overlay(dev: Device, overlay: dict[str, Any]) -> Device:
+    """``dev`` with the overlay's ``[device.<id>]`` table applied, else its ``[class.<cls>]``
+    table, as the catalog loader applies the shipped overlay."""
+    cal = overlay.get("device", {}).get(dev.id) or overlay.get("class", {}).get(dev.cls) or {}
+    vals = {k: float(v) for k, v in cal.items()
+            if k in EFFICIENCY_FIELDS and isinstance(v, (int, float))}
+    return with_efficiency(dev, vals) if vals else dev
+
+
+def clear_caches() -> None:
+    """Forget loaded catalog devices and the shipped overlay (after the overlay file changed)."""
+    calibration_overlay.cache_clear()
+    _load_catalog_device.cache_clear()

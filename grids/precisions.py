@@ -31,7 +31,10 @@ them unquantised); this is applied by the kernels via ``embed_bits``.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from grids.errors import SpecError, suggest
 
@@ -53,6 +56,12 @@ class Precision:
     def compute_dtype_for(self, peak_flops: dict[str, float]) -> str | None:
         """The dtype whose peak the device uses for this scheme, or None if it has none."""
         return next((d for d in self.compute_dtypes if peak_flops.get(d, 0.0) > 0), None)
+
+    def peak_for(self, peak_flops: dict[str, float]) -> float:
+        """Dense peak [FLOP/s] of a device (its ``peak_flops`` per dtype) for this scheme's
+        compute dtype; 0 when the device has none (the availability rule above)."""
+        dtype = self.compute_dtype_for(peak_flops)
+        return peak_flops[dtype] if dtype else 0.0
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "weight_bits": self.weight_bits, "act_bits": self.act_bits,
@@ -93,6 +102,14 @@ def parse_precision(name: str) -> Precision:
             raise SpecError(f"precision {name!r}: KV bits must be one of {KV_BITS_ALLOWED}")
         desc = f"{desc.split(';')[0]}; KV cache {kv}-bit"
     return Precision(text, w, a, kv, dtypes, desc)
+
+
+def peak_table(peak_flops: Sequence[dict[str, float]], precisions: Sequence[Precision]
+               ) -> np.ndarray:
+    """(devices, precisions) dense peak [FLOP/s] of each device (given by its ``peak_flops``
+    per dtype) for each scheme's compute dtype; 0 where the device has none."""
+    return np.array([[p.peak_for(pf) for p in precisions] for pf in peak_flops],
+                    dtype=np.float64).reshape(len(peak_flops), len(precisions))
 
 
 def catalog_precisions() -> list[Precision]:

@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import itertools
 import math
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from grids import hardware as hwcat
 from grids import models as mdcat
+from grids import tomlio
 from grids.errors import SpecError, suggest
 from grids.layouts import Layout, expand_degrees, parse_layout
 from grids.precisions import Precision, parse_precision
@@ -45,6 +45,8 @@ DIMS = ("hardware", "model", "batch", "context", "output_len", "precision", "par
 TOP_KEYS = (*DIMS, "workload", "efficiency", "hypothetical", "name", "description")
 WORKLOAD_KEYS = {"prefill_chunk": "count", "output_len": "count"}
 MAX_POINTS_WARNING = 10**10
+#: tokens per prefill forward pass (chunked prefill) unless a spec's [workload] says otherwise
+DEFAULT_PREFILL_CHUNK = 8192
 
 #: the seeds' landscape (seed 004's fourteen models plus Llama-2-70B of seed 002)
 DEFAULT_MODELS = (
@@ -62,7 +64,7 @@ DEFAULT_SPEC: dict[str, Any] = {
     "precision": ["bf16", "fp8", "w4a16"],
     "parallelism": ["tp1", "tp2", "tp4", "tp8", "tp4-pp2", "ep4", "ep8", "tp2-ep4",
                     "tp8-off0.25", "tp8-pp16"],
-    "workload": {"prefill_chunk": 8192},
+    "workload": {"prefill_chunk": DEFAULT_PREFILL_CHUNK},
 }
 
 
@@ -78,7 +80,7 @@ class GridSpec:
     output_len_is_dim: bool
     precisions: list[Precision]
     layouts: list[Layout]
-    prefill_chunk: int = 8192
+    prefill_chunk: int = DEFAULT_PREFILL_CHUNK
     raw: dict[str, Any] = field(default_factory=dict)
     name: str = ""
 
@@ -93,7 +95,7 @@ class GridSpec:
 
     def to_toml(self) -> str:
         """The spec as TOML text (for provenance attributes)."""
-        return dumps_toml(self.raw)
+        return spec_toml(self.raw)
 
 
 # --------------------------------------------------------------------------------------------
@@ -111,13 +113,7 @@ def load_spec(spec: str | Path | dict[str, Any] | GridSpec | None = None) -> Gri
     if not path.exists():
         raise SpecError(f"grid spec file {str(path)!r} not found (give a TOML path, or no argument "
                         f"for the built-in default grid)")
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{path}: malformed TOML: {exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"{path}: not a UTF-8 text file: {exc}") from exc
-    return spec_from_dict(raw, base_dir=path.parent)
+    return spec_from_dict(tomlio.load(path), base_dir=path.parent)
 
 
 def _whole(v: Any) -> int | None:
@@ -254,11 +250,11 @@ def spec_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> GridSpe
                 problems.append(f"parallelism: layout {lay.name!r} suits none of the models: "
                                 f"{'; '.join(w[0] for w in why)}")
 
-    chunk = workload.get("prefill_chunk", 8192)
+    chunk = workload.get("prefill_chunk", DEFAULT_PREFILL_CHUNK)
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         problems.append(f"workload.prefill_chunk: must be a whole number of tokens >= 1, "
                         f"got {chunk!r}")
-        chunk = 8192
+        chunk = DEFAULT_PREFILL_CHUNK
     if problems:
         raise SpecError(problems, "grid spec")
     spec = GridSpec(devices, models, batch, context, output_len, out_is_dim, precisions, layouts,
@@ -437,43 +433,6 @@ def _hypothetical(hid: str, table: Any, resolve, problems: list[str]) -> list[hw
     return out
 
 
-# --------------------------------------------------------------------------------------------
-# minimal TOML writer (for provenance; the spec structure is small and regular)
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
-    return _toml_value(str(v))
-
-
-def _toml_key(k: str) -> str:
-    return k if k.replace("-", "").replace("_", "").isalnum() else _toml_value(k)
-
-
-def dumps_toml(data: dict[str, Any], prefix: str = "") -> str:
-    """Serialise nested dicts of scalars/lists to TOML text."""
-    lines = []
-    tables = []
-    for k, v in data.items():
-        if isinstance(v, dict) and (prefix or k in ("workload", "efficiency", "hypothetical")):
-            tables.append((k, v))
-        else:
-            lines.append(f"{_toml_key(k)} = {_toml_value(v)}")
-    for k, v in tables:
-        name = f"{prefix}.{_toml_key(k)}" if prefix else _toml_key(k)
-        scalars = {a: b for a, b in v.items() if not isinstance(b, dict)}
-        subs = {a: b for a, b in v.items() if isinstance(b, dict)}
-        lines.append(f"\n[{name}]")
-        lines.extend(f"{_toml_key(a)} = {_toml_value(b)}" for a, b in scalars.items())
-        if subs:
-            lines.append(dumps_toml(subs, name))
-    return "\n".join(lines).strip() + "\n"
+def spec_toml(raw: dict[str, Any]) -> str:
+    """A spec dict as TOML text (the dims' ranges as inline tables), e.g. for provenance."""
+    return tomlio.dumps(raw, inline=DIMS)

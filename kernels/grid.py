@@ -98,7 +98,7 @@ def _points_kernel(hw, md, peak, pr, ly, hi, mi, pi, li, batch, context, output_
                    prefill_chunk, out, r)
 
 
-def evaluate_grid(hw, md, peak, batch, context, output_len, pr, ly, prefill_chunk=8192.0,
+def evaluate_grid(hw, md, peak, batch, context, output_len, pr, ly, prefill_chunk,
                   out=None):
     """Evaluate the Cartesian grid hardware x model x batch x context x output_len x precision x
     layout. Returns float32 ``(N_METRICS, H, M, B, S, O, P, L)`` (C order, storage order)."""
@@ -117,7 +117,7 @@ def evaluate_grid(hw, md, peak, batch, context, output_len, pr, ly, prefill_chun
 
 
 def evaluate_points(hw, md, peak, pr, ly, hi, mi, pi, li, batch, context, output_len,
-                    prefill_chunk=8192.0):
+                    prefill_chunk):
     """Evaluate a list of points given by row indices into the tables and per-row batch, context
     and output length. Returns float32 ``(N_METRICS, n)``."""
     n = len(hi)

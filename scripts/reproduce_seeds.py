@@ -44,11 +44,11 @@ from matplotlib.figure import Figure  # noqa: E402
 import sweep  # noqa: E402
 from grids import catalog_hash  # noqa: E402
 from grids.hardware import load_device  # noqa: E402
-from grids.spec import DEFAULT_MODELS, dumps_toml, load_spec  # noqa: E402
-from sweep.accessor import masked  # noqa: E402
-from sweep.dataset import package_version  # noqa: E402
-from sweep.plots import save, style  # noqa: E402
-from sweep.regimes import REGIMES, regime_scores  # noqa: E402
+from grids.spec import DEFAULT_MODELS, load_spec, spec_toml  # noqa: E402
+from sweep.analysis.plots import save, style  # noqa: E402
+from sweep.analysis.regimes import REGIMES, regime_scores  # noqa: E402
+from sweep.analysis.select import masked  # noqa: E402
+from sweep.results.provenance import package_version  # noqa: E402
 
 # ------------------------------------------------------------------------------ the grid
 OUTPUT_LEN = 256
@@ -1650,7 +1650,7 @@ internal inconsistency) or the model lacks a mechanism (named where known).
 The grid spec (TOML, as `sweep run` accepts it):
 
 ```toml
-{dumps_toml(spec).strip()}
+{spec_toml(spec).strip()}
 ```
 """)
     if rep.failures:

@@ -357,7 +357,7 @@ def evaluate(points: list[dict], prefill_chunk: float | None = None) -> list[dic
     for i, p in enumerate(points):
         peak[i, i] = p["peak"]
     idx = np.arange(n, dtype=np.int64)
-    kw = {} if prefill_chunk is None else {"prefill_chunk": float(prefill_chunk)}
+    kw = {"prefill_chunk": 8192.0 if prefill_chunk is None else float(prefill_chunk)}
     out = kernels.evaluate_points(
         hw_table([p["hw"] for p in points]), model_table([p["md"] for p in points]), peak,
         precision_table([p["pr"] for p in points]), layout_table([p["ly"] for p in points]),

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 import sweep
 from grids.errors import SpecError
 from grids.layouts import parse_layout
-from sweep import analysis as an
-from sweep.variables import COORDS, DIM_ATTRS, DIRECTION, VARIABLES
+from sweep.analysis import core as an
+from sweep.results.variables import COORDS, DIM_ATTRS, DIRECTION, VARIABLES
 
 DIMS = ("hardware", "model", "batch", "context", "precision", "parallelism")
 FLOAT_METRICS = [n for n, v in VARIABLES.items() if v.dtype == "float32"]
@@ -455,7 +455,7 @@ def test_dask_backed_results_agree():
 
 
 def test_from_disk(tmp_path):
-    from sweep.io import open_result, write_dataset
+    from sweep.results.files import open_result, write_dataset
 
     ds = make_result(seed=11)
     path = write_dataset(ds, tmp_path / "r.nc")

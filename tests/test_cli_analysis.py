@@ -7,7 +7,7 @@ import json
 import pytest
 
 from sweep.cli import main
-from sweep.io import write_dataset
+from sweep.results.files import write_dataset
 from tests.test_analysis import make_result
 from tests.test_plots import check_png
 

@@ -1,4 +1,4 @@
-"""``sweep catalog hardware|models|precisions|layouts [--json]`` (sweep.cli, sweep.catalog_view)."""
+"""``sweep catalog hardware|models|precisions|layouts [--json]`` (sweep.cli.catalog)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from sweep.cli import main
-from sweep.io import TMP_PREFIX, is_result, remove_stale_partials
+from sweep.results.target import TMP_PREFIX, is_result, remove_stale_partials
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = textwrap.dedent("""
@@ -28,7 +28,7 @@ SPEC = textwrap.dedent("""
     precision = ["bf16"]
     parallelism = ["tp1", "tp2"]
 """)
-runmod = importlib.import_module("sweep.run")  # the module, not the function sweep.run
+runmod = importlib.import_module("sweep.execute.grid")
 
 
 @pytest.fixture()
@@ -197,7 +197,7 @@ def test_a_swallowed_interrupt_still_stops_the_run(tmp_path, spec, capsys, monke
 
 
 def test_calibrate_never_writes_into_the_installation(tmp_path, capsys):
-    from sweep.calibration import inside_installation
+    from sweep.validate.calibration import inside_installation
 
     site = tmp_path / "lib" / "python3.11" / "site-packages" / "grids" / "data"
     site.mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""Distributed runs (sweep.distributed) on a dask LocalCluster: bit-identical to the in-process run,
+"""Distributed runs (sweep.execute.distributed) on a dask LocalCluster: bit-identical to the in-process run,
 whatever the chunking, the format, or a worker killed mid-run; atomic publish on failure."""
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ distributed = pytest.importorskip("distributed")
 pytest.importorskip("zarr")
 
 from grids.errors import SpecError  # noqa: E402
-from sweep.io import TMP_PREFIX, open_result  # noqa: E402
-from sweep.run import GridRun, run_with_stats  # noqa: E402
-from sweep.variables import VARIABLES  # noqa: E402
+from sweep.execute.grid import GridRun  # noqa: E402
+from sweep.execute.local import run_with_stats  # noqa: E402
+from sweep.results.files import open_result  # noqa: E402
+from sweep.results.target import TMP_PREFIX  # noqa: E402
+from sweep.results.variables import VARIABLES  # noqa: E402
 
 pytestmark = pytest.mark.dask
 
@@ -138,8 +140,8 @@ class BrokenRun(GridRun):
 @pytest.mark.parametrize("fmt", ["netcdf", "zarr"])
 def test_failure_leaves_no_file(cluster, tmp_path, fmt):
     from grids.spec import load_spec
-    from sweep.distributed import run_distributed
-    from sweep.run import parse_memory
+    from sweep.execute.distributed import run_distributed
+    from sweep.execute.plan import parse_memory
 
     out = tmp_path / f"r{SUFFIX[fmt]}"
     with pytest.raises(RuntimeError, match="boom"):
@@ -158,7 +160,7 @@ def test_needs_output_and_valid_scheduler(tmp_path):
 
 
 def test_zarr_chunks_cover_grid_once():
-    from sweep.distributed import zarr_chunks
+    from sweep.execute.plan import zarr_chunks
 
     shape = (7, 5, 11, 9, 2, 3, 4)
     storage = (2, 2, 3, 4, 2, 3, 4)
@@ -174,11 +176,11 @@ def test_zarr_chunks_cover_grid_once():
 
 def test_cli_local_cluster(tmp_path):
     """`sweep run SPEC --scheduler local:2 -o out.zarr` end to end."""
-    from grids.spec import dumps_toml
+    from grids.spec import spec_toml
     from sweep.cli import main
 
     spec_path = tmp_path / "spec.toml"
-    spec_path.write_text(dumps_toml(SPEC_SCALAR_OL))
+    spec_path.write_text(spec_toml(SPEC_SCALAR_OL))
     out = tmp_path / "out.zarr"
     code = main(["run", str(spec_path), "--scheduler", "local:2", "-o", str(out),
                  "--max-memory", TINY, "--no-progress"])
@@ -192,7 +194,7 @@ def test_gridrun_pickles():
     import pickle
 
     from grids.spec import load_spec
-    from sweep.run import plan_chunks
+    from sweep.execute.plan import plan_chunks
 
     gr = GridRun(load_spec(SPEC_SCALAR_OL))
     gr2 = pickle.loads(pickle.dumps(gr))

@@ -82,7 +82,7 @@ def test_points_match_reference(points, rnd, default_chunk):
     peak = np.full((n, n), 3.0e14)
     for i, p in enumerate(points):
         peak[i, i] = p["peak"]
-    kw = {} if chunk is None else {"prefill_chunk": chunk}
+    kw = {"prefill_chunk": 8192.0 if chunk is None else chunk}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         out = kernels.evaluate_points(

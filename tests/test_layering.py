@@ -93,3 +93,113 @@ def test_import_grids_pulls_in_neither_kernels_nor_numba():
         timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "[]"
+
+
+# ------------------------------------------------------------------ the import graph of the packages
+PACKAGES = ("grids", "kernels", "sweep")
+#: sweep's rooms, lowest first: a room may import only rooms of a lower rank (and itself)
+ROOM_RANK = {"results": 0, "execute": 1, "analysis": 1, "validate": 2, "cli": 3}
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(REPO).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the project modules it imports (at any depth of the file: lazy imports count)."""
+    modules = {module_name(p): p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        deps: set[str] = set()
+        for node in ast.walk(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                # `from pkg import mod` imports pkg.mod; `from mod import name` imports mod
+                targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules
+                           else node.module for a in node.names]
+            for t in targets:
+                # the longest prefix that is a project module
+                parts = t.split(".")
+                for k in range(len(parts), 0, -1):
+                    cand = ".".join(parts[:k])
+                    if cand in modules and cand != name:
+                        deps.add(cand)
+                        break
+        graph[name] = deps
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """A cycle of the graph as a list of nodes, or [] when it is acyclic."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str]:
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == 1:
+                return [*stack[stack.index(m):], m]
+            if m not in state:
+                found = visit(m)
+                if found:
+                    return found
+        stack.pop()
+        state[n] = 2
+        return []
+
+    for n in sorted(graph):
+        if n not in state:
+            found = visit(n)
+            if found:
+                return found
+    return []
+
+
+def _without_package_inits(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """A package's ``__init__`` re-exporting its submodules is not a dependency of them: drop the
+    edges from a package to the modules inside it."""
+    return {n: {m for m in deps if not m.startswith(n + ".")} for n, deps in graph.items()}
+
+
+def test_import_graph_has_no_cycles():
+    cycle = find_cycle(_without_package_inits(import_graph()))
+    assert not cycle, "import cycle: " + " -> ".join(cycle)
+
+
+def test_cycle_finder_finds_cycles():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_sweep_rooms_only_import_downwards():
+    """results <- execute, analysis <- validate <- cli (docs/architecture.md)."""
+    bad = []
+    for name, deps in import_graph().items():
+        parts = name.split(".")
+        if parts[0] != "sweep" or len(parts) < 2 or parts[1] not in ROOM_RANK:
+            continue
+        room = parts[1]
+        for dep in deps:
+            dparts = dep.split(".")
+            if dparts[0] != "sweep":
+                continue
+            if len(dparts) < 2 or dparts[1] not in ROOM_RANK:
+                bad.append(f"{name} imports the package root {dep}")
+            elif dparts[1] != room and ROOM_RANK[dparts[1]] >= ROOM_RANK[room]:
+                bad.append(f"{name} ({room}) imports {dep} ({dparts[1]})")
+    assert not bad, bad
+
+
+def test_every_room_says_what_it_holds():
+    for room in ROOM_RANK:
+        init = REPO / "sweep" / room / "__init__.py"
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert doc and len(doc) > 20, f"sweep/{room}/__init__.py needs a docstring saying what it holds"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from grids.errors import SpecError
-from sweep import plots
+from sweep.analysis import plots
 from tests.test_analysis import make_result
 
 matplotlib.use("Agg")

@@ -19,9 +19,11 @@ import xarray as xr
 import sweep
 from grids.errors import SpecError
 from sweep.cli import main
-from sweep.io import TMP_PREFIX, flag_labels, write_dataset
-from sweep.run import plan_chunks, run_with_stats
-from sweep.variables import VARIABLES, check_dataset
+from sweep.execute.local import run_with_stats
+from sweep.execute.plan import plan_chunks
+from sweep.results.files import flag_labels, write_dataset
+from sweep.results.target import TMP_PREFIX
+from sweep.results.variables import VARIABLES, check_dataset
 
 SMALL = {
     "hardware": ["h100-sxm", "mi300x", "groq-lpu", "sn40l"],
@@ -134,7 +136,7 @@ def test_failure_mid_write_leaves_previous_file(tmp_path, monkeypatch, small_ds)
     target = tmp_path / "keep.nc"
     write_dataset(small_ds.isel(batch=[0]), target)
     previous = target.read_bytes()
-    runmod = importlib.import_module("sweep.run")  # the module, not the function sweep.run
+    runmod = importlib.import_module("sweep.execute.grid")
 
     calls = {"n": 0}
     real = runmod.GridRun.evaluate

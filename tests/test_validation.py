@@ -13,10 +13,13 @@ import pytest
 
 import grids.hardware as gh
 from grids.errors import SpecError
-from sweep import calibration as C
-from sweep import validation as V
+from grids.hardware import with_efficiency
+from sweep import validate as V
 from sweep.cli import main
-from sweep.run import evaluate
+from sweep.execute.points import evaluate
+from sweep.validate import calibration as C
+from sweep.validate import evaluator as E
+from sweep.validate import measurements as M
 
 SHIPPED = V.read_measurements()
 
@@ -75,7 +78,7 @@ def test_validate_shipped_counts_and_aggregates(shipped_result):
     # nothing is dropped silently: a usable row is used or skipped with a reason
     skipped = usable[usable["status"] == "skipped"]
     assert (skipped["reason"] != "").all()
-    assert set(skipped["reason"]) <= {V.SKIP_NO_FIT, V.SKIP_INCOMPATIBLE}
+    assert set(skipped["reason"]) <= {V.SKIP_NO_FIT, M.SKIP_INCOMPATIBLE}
     agg = V.summarize(res)
     by_metric = agg["metric"].set_index("group")
     for metric in ("throughput", "ttft"):
@@ -121,7 +124,7 @@ def test_max_load_takes_best_of_candidate_batches():
         cand = ev.candidates[i][np.isfinite(ev.candidates[i])]
         largest = ev.largest_fit[i]
         assert cand[-1] == largest
-        assert list(cand[:-1]) == [b for b in V.MAX_LOAD_BATCHES if b < largest]
+        assert list(cand[:-1]) == [b for b in E.MAX_LOAD_BATCHES if b < largest]
         r = rows.iloc[i]
         table = pd.DataFrame({"hardware": r["hardware"], "model": r["model"], "batch": cand,
                               "context": int(r["context"]), "output_len": int(r["output_len"]),
@@ -135,7 +138,7 @@ def test_max_load_takes_best_of_candidate_batches():
 
 
 def _write(df: pd.DataFrame, path) -> None:
-    df[list(V.COLUMNS)].to_csv(path, index=False)
+    df[list(M.COLUMNS)].to_csv(path, index=False)
 
 
 def test_user_csv_round_trip(tmp_path, capsys):
@@ -246,7 +249,7 @@ def test_calibrate_subset_writes_loadable_overlay(tmp_path, capsys, monkeypatch)
 def test_calibration_recovers_known_parameters(tmp_path):
     """Synthetic measurements made by the model with known efficiencies are fitted back."""
     truth = {"bandwidth_efficiency": 0.62, "flops_efficiency": 0.41, "layer_overhead": 35e-6}
-    dev = C.apply_params(gh.load_device("h100-sxm", calibrated=False), truth)
+    dev = with_efficiency(gh.load_device("h100-sxm", calibrated=False), truth)
     raw = pd.read_csv(V.MEASUREMENTS_CSV, dtype=str, keep_default_na=False)
     rows = raw[(raw["hardware"] == "h100-sxm") & (raw["usable"] == "yes")].copy()
     df = V.read_measurements(_tmp_csv(rows, tmp_path / "h100.csv"))
@@ -299,6 +302,6 @@ def test_read_measurements_rejects_bad_tables(tmp_path):
     with pytest.raises(SpecError, match="file not found"):
         V.read_measurements(tmp_path / "nope.csv")
     p = tmp_path / "empty.csv"
-    p.write_text(",".join(V.COLUMNS) + "\n")
+    p.write_text(",".join(M.COLUMNS) + "\n")
     with pytest.raises(SpecError, match="no data rows"):
         V.read_measurements(p)

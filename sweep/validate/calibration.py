@@ -24,7 +24,6 @@ are not in the overlay and keep their documented class defaults.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import math
 import subprocess
@@ -35,9 +34,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from grids import tomlio
 from grids.errors import SpecError
+from grids.hardware import (
+    apply_overlay,
+    calibration_path,
+    clear_caches,
+    load_device,
+)
 from kernels.params import HW
-from sweep import validation as V
+from sweep import validate as V
 
 #: fitted parameters: name -> (lower, upper, unit scale used inside the optimiser)
 PARAMS = {
@@ -59,29 +65,7 @@ _OVH = HW["layer_overhead"]
 
 
 def default_output() -> Path:
-    from grids.hardware import _data_dir
-
-    return _data_dir() / "calibration.toml"
-
-
-# --------------------------------------------------------------------------------------------
-# applying parameter sets to devices (mirrors grids.hardware.parse_device's overlay step)
-
-
-def apply_params(dev: Any, values: dict[str, float], label: str = "calibrated (device)") -> Any:
-    """``dev`` with efficiency fields replaced by ``values`` (bandwidth efficiency applied to every
-    memory tier and the host tier, as the catalog loader does)."""
-    names = {f.name for f in dataclasses.fields(dev.efficiency)} - {"origin"}
-    eff = {k: float(v) for k, v in values.items() if k in names}
-    origin = dict(dev.efficiency.origin)
-    origin.update(dict.fromkeys(eff, label))
-    new_eff = dataclasses.replace(dev.efficiency, **eff, origin=origin)
-    tiers, host = dev.tiers, dev.host
-    if "bandwidth_efficiency" in eff:
-        bw = eff["bandwidth_efficiency"]
-        tiers = tuple(dataclasses.replace(t, efficiency=bw) for t in tiers)
-        host = dataclasses.replace(host, efficiency=bw) if host is not None else None
-    return dataclasses.replace(dev, efficiency=new_eff, tiers=tiers, host=host)
+    return calibration_path()
 
 
 def overlay_devices(ids: list[str], overlay: dict[str, Any] | None,
@@ -89,27 +73,15 @@ def overlay_devices(ids: list[str], overlay: dict[str, Any] | None,
     """Uncalibrated catalog devices with ``overlay`` (a parsed calibration TOML) applied: the
     ``[device.<id>]`` table, else the ``[class.<cls>]`` table, as the catalog loader does.
     ``base`` (label -> Device) replaces the catalog look-up for its labels."""
-    from grids.hardware import EFFICIENCY_FIELDS, load_device
-
     out = {}
-    overlay = overlay or {}
     base = base or {}
     for i in ids:
         try:
             dev = base[i] if i in base else load_device(i, calibrated=False)
         except SpecError:
             continue  # reported by the evaluator with the rows that use it
-        cal = overlay.get("device", {}).get(i) or overlay.get("class", {}).get(dev.cls) or {}
-        vals = {k: float(v) for k, v in cal.items()
-                if k in EFFICIENCY_FIELDS and isinstance(v, (int, float))}
-        out[i] = apply_params(dev, vals) if vals else dev
+        out[i] = apply_overlay(dev, overlay or {})
     return out
-
-
-def read_overlay(path: str | Path) -> dict[str, Any]:
-    from grids.hardware import _load_toml
-
-    return _load_toml(Path(path))
 
 
 def _set_params(hw: np.ndarray, rows: list[int], x: np.ndarray) -> None:
@@ -236,7 +208,7 @@ def fit_unit(rows: pd.DataFrame, devices: dict[str, Any], dev_ids: list[str], na
 
 
 def usable_rows(df: pd.DataFrame) -> pd.DataFrame:
-    return df.loc[V._usable_mask(df)].reset_index(drop=True)
+    return df.loc[V.usable_mask(df)].reset_index(drop=True)
 
 
 def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: str = DEFAULT_LOSS,
@@ -249,8 +221,6 @@ def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: str =
     ``devices`` (hardware label -> uncalibrated Device) overrides the catalog look-up, e.g. to
     fit separate sets for subsets of one device's rows in a diagnostic.
     """
-    from grids.hardware import load_device
-
     rows = usable_rows(df)
     if rows.empty:
         raise SpecError("calibrate: the data have no usable rows (usable = yes) to fit")
@@ -316,7 +286,7 @@ def evaluate_with(df: pd.DataFrame, overlay: dict[str, dict[str, float]],
     """:func:`sweep.validation.compare` with uncalibrated devices plus parameter sets
     (device id -> values; devices not in ``overlay`` take ``class_values[cls]`` if given, else
     stay uncalibrated). ``devices`` overrides the catalog look-up as in :func:`calibrate`."""
-    ids = [str(v) for v in pd.unique(df.loc[V._usable_mask(df), "hardware"])]
+    ids = [str(v) for v in pd.unique(df.loc[V.usable_mask(df), "hardware"])]
     table = {"device": overlay, "class": class_values or {}}
     devs = overlay_devices(ids, table, base=devices)
     return V.compare(df, devices=devs, **(whatif or {}))
@@ -336,7 +306,7 @@ def leave_one_source_out(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS,
     """
     out: dict[str, dict[str, Any]] = {}
     say = progress or (lambda msg: None)
-    use = V._usable_mask(df)
+    use = V.usable_mask(df)
     for g in sorted(pd.unique(df["group"])):
         test_mask = (df["group"] == g).to_numpy()
         n_test = int((test_mask & use).sum())
@@ -344,7 +314,7 @@ def leave_one_source_out(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS,
             out[g] = {"rows": 0, "note": "no usable rows: nothing to test"}
             continue
         train = df.loc[~test_mask]
-        if not V._usable_mask(train).any():
+        if not V.usable_mask(train).any():
             out[g] = {"rows": n_test, "note": "no usable rows in the other sources: nothing to "
                                               "fit"}
             continue
@@ -362,30 +332,6 @@ def leave_one_source_out(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS,
 
 # --------------------------------------------------------------------------------------------
 # writing the overlay
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return "nan"
-        return repr(float(f"{v:.6g}"))
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    s = str(v).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
-    return f'"{s}"'
-
-
-def _table(lines: list[str], header: str, values: dict[str, Any]) -> None:
-    lines.append(f"[{header}]")
-    for k, v in values.items():
-        if v is None:
-            continue
-        lines.append(f"{k} = {_toml_value(v)}")
-    lines.append("")
 
 
 def _display_path(path: str | Path) -> str:
@@ -406,24 +352,22 @@ def git_commit() -> str:
         return "unknown"
 
 
+OVERLAY_HEADER = """\
+Fitted efficiency parameters of the hardware catalog, written by `sweep calibrate`
+(sweep/validate/calibration.py; report and method in docs/validation.md). Do not edit by hand:
+rerun the command in [provenance]. grids.hardware applies each [device.<id>] table on
+top of the class defaults and catalog values when calibrated=True; devices without a
+table keep their documented class defaults. Units: fractions, layer_overhead in s."""
+
+
 def overlay_toml(cal: Calibration, *, data_path: str | Path, command: str,
                  before: dict[str, float], after: dict[str, float],
                  loso: dict[str, dict[str, float]] | None = None,
                  date: str | None = None) -> str:
     """The calibration overlay as TOML text (``[device.<id>]`` tables + ``[provenance]``)."""
     date = date or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    lines = [
-        "# Fitted efficiency parameters of the hardware catalog, written by `sweep calibrate`",
-        "# (sweep/calibration.py; report and method in docs/validation.md). Do not edit by hand:",
-        "# rerun the command in [provenance]. grids.hardware applies each [device.<id>] table on",
-        "# top of the class defaults and catalog values when calibrated=True; devices without a",
-        "# table keep their documented class defaults. Units: fractions, layer_overhead in s.",
-        "",
-    ]
-    for dev_id in sorted(cal.overlay):
-        vals = cal.overlay[dev_id]
-        _table(lines, f'device."{dev_id}"', {k: float(vals[k]) for k in PARAM_NAMES})
-    prov = {
+    device = {d: {k: float(cal.overlay[d][k]) for k in PARAM_NAMES} for d in sorted(cal.overlay)}
+    prov: dict[str, Any] = {
         "tool": "sweep calibrate", "command": command, "date": date,
         "data": _display_path(data_path), "data_sha256": V.file_sha256(data_path),
         "code_commit": git_commit(),
@@ -444,11 +388,9 @@ def overlay_toml(cal: Calibration, *, data_path: str | Path, command: str,
     prov["rows_used"] = n_fit
     prov["rows_skipped"] = len(cal.rows) - n_fit
     prov["rows_skipped_reason"] = V.SKIP_NO_FIT + " (or layout incompatible)"
-    for k, v in before.items():
-        prov[f"before_{k}"] = v
-    for k, v in after.items():
-        prov[f"after_{k}"] = v
-    _table(lines, "provenance", prov)
+    prov.update({f"before_{k}": v for k, v in before.items()})
+    prov.update({f"after_{k}": v for k, v in after.items()})
+    prov["device"] = {}
     for dev_id in sorted(cal.overlay):
         f = cal.device_fits.get(dev_id)
         rec: dict[str, Any] = {"basis": cal.basis[dev_id]}
@@ -460,17 +402,14 @@ def overlay_toml(cal: Calibration, *, data_path: str | Path, command: str,
                        after_median_abs_rel_error=f.after,
                        before_mean_abs_log_error=f.male_before,
                        after_mean_abs_log_error=f.male_after)
-        _table(lines, f'provenance.device."{dev_id}"', rec)
-    for cls, f in sorted(cal.class_fits.items()):
-        _table(lines, f'provenance.class_fit."{cls}"', {
-            "note": "pooled fit over the class's devices; used for devices with fewer than "
-                    "min_rows rows; NOT applied to devices without rows",
-            "devices": f.devices, "rows": f.rows,
-            **{p: f.values[p] for p in PARAM_NAMES},
-            "after_median_abs_rel_error": f.after})
-    for g, vals in (loso or {}).items():
-        _table(lines, f'provenance.leave_one_source_out."{g}"', vals)
-    return "\n".join(lines)
+        prov["device"][dev_id] = rec
+    prov["class_fit"] = {cls: {
+        "note": "pooled fit over the class's devices; used for devices with fewer than "
+                "min_rows rows; NOT applied to devices without rows",
+        "devices": f.devices, "rows": f.rows, **{p: f.values[p] for p in PARAM_NAMES},
+        "after_median_abs_rel_error": f.after} for cls, f in sorted(cal.class_fits.items())}
+    prov["leave_one_source_out"] = dict(loso or {})
+    return tomlio.dumps({"device": device, "provenance": prov}, header=OVERLAY_HEADER)
 
 
 def inside_installation(path: str | Path) -> bool:
@@ -490,10 +429,3 @@ def write_overlay(text: str, path: str | Path) -> Path:
     if path.resolve() == default_output().resolve():
         clear_caches()
     return path
-
-
-def clear_caches() -> None:
-    import grids.hardware as gh
-
-    gh.calibration_overlay.cache_clear()
-    gh._load_catalog_device.cache_clear()

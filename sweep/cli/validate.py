@@ -1,4 +1,4 @@
-"""Commands added to the ``sweep`` CLI by this module (see ``sweep.cli.EXTRA_COMMANDS``):
+"""Validation commands of the ``sweep`` CLI (registered by ``sweep.cli``):
 
 * ``sweep validate``: the model against published measurements (``docs/validation.md``);
 * ``sweep calibrate``: fit the catalog's efficiency parameters to them and write the overlay
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from grids.errors import SpecError
+from grids.hardware import read_overlay
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -67,7 +68,7 @@ def _whatif_flags(args: argparse.Namespace) -> str:
 
 
 def _load(args: argparse.Namespace):
-    from sweep import validation as V
+    from sweep import validate as V
 
     df = V.read_measurements(args.data)
     return V.with_kv_bits(df, args.kv_bits)
@@ -77,8 +78,8 @@ def _load(args: argparse.Namespace):
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from sweep import calibration as C
-    from sweep import validation as V
+    from sweep import validate as V
+    from sweep.validate import calibration as C
 
     if args.uncalibrated and args.calibration:
         raise SpecError("give either --uncalibrated or --calibration FILE, not both")
@@ -87,8 +88,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     df = _load(args)
     whatif = _whatif(args)
     if args.calibration:
-        overlay = C.read_overlay(args.calibration)
-        ids = [str(v) for v in df.loc[V._usable_mask(df), "hardware"].unique()]
+        overlay = read_overlay(args.calibration)
+        ids = [str(v) for v in df.loc[V.usable_mask(df), "hardware"].unique()]
         res = V.compare(df, devices=C.overlay_devices(ids, overlay), **whatif)
         which = f"calibration overlay {args.calibration}"
     else:
@@ -124,7 +125,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _summary_line(res) -> dict[str, float]:
-    from sweep import validation as V
+    from sweep import validate as V
 
     agg = V.summarize(res)
     ph = agg["phase"].set_index("group")
@@ -139,8 +140,8 @@ def _summary_line(res) -> dict[str, float]:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from sweep import calibration as C
-    from sweep import validation as V
+    from sweep import validate as V
+    from sweep.validate import calibration as C
 
     if args.min_rows < 1:
         raise SpecError(f"--min-rows must be >= 1, got {args.min_rows}")
@@ -218,8 +219,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                          if k in cal.device_fits else None}
                      for k, v in cal.overlay.items()},
             "class_fits": {c: f.values for c, f in cal.class_fits.items()},
-            "before": {k: V._records(v) for k, v in V.summarize(before).items()},
-            "after": {k: V._records(v) for k, v in V.summarize(after).items()},
+            "before": {k: V.records(v) for k, v in V.summarize(before).items()},
+            "after": {k: V.records(v) for k, v in V.summarize(after).items()},
             "leave_one_source_out": loso_lines,
             "after_via_catalog_loader_median_abs_rel_error": check,
         }, indent=1, default=str))
@@ -242,7 +243,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def fit_table(cal) -> str:
-    from sweep.calibration import PARAM_NAMES
+    from sweep.validate.calibration import PARAM_NAMES
 
     lines = ["| device | basis | rows | bandwidth_efficiency | flops_efficiency | "
              "layer_overhead [us] | at bound | before | after |",
@@ -276,7 +277,7 @@ def fit_table(cal) -> str:
 
 
 def before_after_markdown(before, after, title: str) -> str:
-    from sweep.validation import _fmt
+    from sweep.validate.report import fmt_error as _fmt
 
     a = after.set_index("group")
     lines = [f"| {title} | rows | median abs rel err before | after | MALE before | after | "
@@ -295,7 +296,7 @@ def before_after_markdown(before, after, title: str) -> str:
 
 
 def loso_markdown(loso: dict[str, dict[str, Any]]) -> str:
-    from sweep.validation import _fmt
+    from sweep.validate.report import fmt_error as _fmt
 
     lines = ["| held-out source | rows | fitted on (devices) | median abs rel err | decode | "
              "prefill | MALE | unseen devices at class fit |",

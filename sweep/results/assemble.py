@@ -1,25 +1,21 @@
-"""Build the self-describing result: dims, per-dim coordinates, metric variables, provenance."""
+"""Assemble the self-describing result from kernel output: dims, per-dim coordinates, metrics.
+
+The one converter from the kernels' output array to named metric arrays (:func:`metric_arrays`:
+the ``output_len`` squeeze and the int8 casts of the registry) serves the in-memory, streamed and
+Dask paths alike; :func:`template` is the Dataset of coordinates and attributes a streamed file is
+created from.
+"""
 
 from __future__ import annotations
-
-import datetime as _dt
-import json
-from importlib import metadata
 
 import numpy as np
 import xarray as xr
 
-from grids.hardware import catalog_hash
+from grids.precisions import peak_table
 from grids.spec import GridSpec
 from kernels.params import METRICS
-from sweep.variables import COORDS, DIM_ATTRS, VARIABLES
-
-
-def package_version() -> str:
-    try:
-        return metadata.version("accel-sweep")
-    except metadata.PackageNotFoundError:  # running from a source tree
-        return "0+source"
+from sweep.results.provenance import provenance
+from sweep.results.variables import COORDS, DIM_ATTRS, VARIABLES
 
 
 def result_dims(spec: GridSpec) -> tuple[str, ...]:
@@ -28,8 +24,8 @@ def result_dims(spec: GridSpec) -> tuple[str, ...]:
     return ("hardware", "model", "batch", "context", "precision", "parallelism")
 
 
-def coordinate_values(spec: GridSpec) -> dict[str, tuple[str, np.ndarray, dict]]:
-    """name -> (dim, values, attrs) for every dim and per-dim coordinate."""
+def coordinate_values(spec: GridSpec) -> dict[str, tuple[str | tuple[str, ...], np.ndarray, dict]]:
+    """name -> (dim or dims, values, attrs) for every dim and coordinate."""
     devs, models = spec.hardware, spec.models
     out: dict[str, tuple[str, np.ndarray, dict]] = {
         "hardware": ("hardware", np.array([d.id for d in devs], dtype=object), {}),
@@ -83,48 +79,48 @@ def coordinate_values(spec: GridSpec) -> dict[str, tuple[str, np.ndarray, dict]]
         if units:
             attrs["units"] = units
         out[name] = (dim, arr, attrs)
+    out["peak_flops"] = (("hardware", "precision"),
+                         peak_table([d.peak_flops for d in devs], spec.precisions),
+                         {"units": "FLOP/s", "long_name": "dense peak of the precision's compute "
+                          "dtype on the device (0 = the device has none)"})
     return out
 
 
-def provenance(spec: GridSpec) -> dict[str, str]:
-    eff = {d.id: {"flops_efficiency": d.efficiency.flops_efficiency,
-                  "bandwidth_efficiency": d.efficiency.bandwidth_efficiency,
-                  "layer_overhead_s": d.efficiency.layer_overhead,
-                  "jitter": d.efficiency.jitter,
-                  "capacity_fraction": d.efficiency.capacity_fraction,
-                  "origin": d.efficiency.origin} for d in spec.hardware}
-    return {
-        "title": "accel-sweep result: LLM inference roofline over a parametric grid",
-        "Conventions": "CF-1.8",
-        "source": f"accel-sweep {package_version()}",
-        "package_version": package_version(),
-        "created_utc": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "catalog_sha256": catalog_hash(),
-        "grid_spec_toml": spec.to_toml(),
-        "efficiency_parameters_json": json.dumps(eff, sort_keys=True),
-        "output_len": "" if spec.output_len_is_dim else str(spec.output_len[0]),
-        "prefill_chunk_tokens": str(spec.prefill_chunk),
-        "model_reference": "docs/model.md of accel-sweep (roofline, first principles)",
-    }
+def metric_arrays(out: np.ndarray, drop_output_len: bool = False) -> dict[str, np.ndarray]:
+    """Kernel output (metrics first: a grid ``(N_METRICS, H, M, B, S, O, P, L)`` or any chunk of
+    it, or a point list ``(N_METRICS, n)``) as ``{metric: array}``: flags cast to the registry's
+    int8 and, with ``drop_output_len``, the grid's ``output_len`` axis dropped (when it is not a
+    dim of the result)."""
+    arrays = {}
+    for k, name in enumerate(METRICS):
+        arr = out[k]
+        if drop_output_len:
+            arr = arr[:, :, :, :, 0]
+        if VARIABLES[name].dtype == "int8":
+            arr = arr.astype(np.int8)
+        arrays[name] = arr
+    return arrays
+
+
+def coordinates(spec: GridSpec) -> dict[str, xr.Variable]:
+    """Every coordinate variable of the result (dims, per-dim coords, scalar output_len)."""
+    coords = {name: xr.Variable((dim,) if isinstance(dim, str) else dim, values, attrs)
+              for name, (dim, values, attrs) in coordinate_values(spec).items()}
+    if not spec.output_len_is_dim:
+        coords["output_len"] = xr.Variable((), np.int64(spec.output_len[0]),
+                                           dict(DIM_ATTRS["output_len"]))
+    return coords
+
+
+def template(spec: GridSpec) -> xr.Dataset:
+    """The result without its metrics: coordinates and provenance attributes."""
+    return xr.Dataset(coords=coordinates(spec), attrs=provenance(spec))
 
 
 def build_dataset(spec: GridSpec, metrics: np.ndarray, attrs: dict | None = None) -> xr.Dataset:
     """In-memory Dataset from the kernel output ``(N_METRICS, H, M, B, S, O, P, L)``."""
     dims = result_dims(spec)
-    coords = {}
-    for name, (dim, values, cattrs) in coordinate_values(spec).items():
-        coords[name] = xr.Variable((dim,), values, cattrs)
-    if not spec.output_len_is_dim:
-        coords["output_len"] = xr.Variable((), np.int64(spec.output_len[0]),
-                                           dict(DIM_ATTRS["output_len"]))
-    data_vars = {}
-    for k, name in enumerate(METRICS):
-        arr = metrics[k]
-        if not spec.output_len_is_dim:
-            arr = arr[:, :, :, :, 0]
-        var = VARIABLES[name]
-        if var.dtype == "int8":
-            arr = arr.astype(np.int8)
-        data_vars[name] = xr.Variable(dims, arr, var.attrs())
-    return xr.Dataset(data_vars, coords=coords, attrs=attrs if attrs is not None
+    data_vars = {name: xr.Variable(dims, arr, VARIABLES[name].attrs())
+                 for name, arr in metric_arrays(metrics, not spec.output_len_is_dim).items()}
+    return xr.Dataset(data_vars, coords=coordinates(spec), attrs=attrs if attrs is not None
                       else provenance(spec))

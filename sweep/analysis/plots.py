@@ -28,8 +28,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from grids.errors import SpecError, suggest
-from sweep import analysis as an
-from sweep.accessor import (
+from sweep.analysis import core as an
+from sweep.analysis.select import (
+    apply_sel,
     as_dims,
     candidates,
     check_metric,
@@ -100,23 +101,6 @@ def _pick(ds: xr.Dataset, dim: str, value, default: str = "first") -> tuple[xr.D
             raise SpecError(f"{dim} {value!r} is not in the result{suggest(str(value), labels)}")
         i = labels.index(str(value))
     return ds.isel({dim: i}), labels[i]
-
-
-def apply_sel(ds: xr.Dataset, sel: dict | None) -> xr.Dataset:
-    """Select ``{dim: value}`` pairs (values matched as text too: ``'8'`` selects batch 8)."""
-    for dim, value in (sel or {}).items():
-        if dim not in ds.coords:
-            raise SpecError(f"cannot select {dim}={value!r}: no such dim"
-                            f"{suggest(str(dim), [str(d) for d in ds.dims])}")
-        if dim not in ds.dims:
-            if str(ds[dim].values.item()) != str(value):
-                raise SpecError(f"{dim}={value!r} is not in the result")
-            continue
-        labels = [str(x) for x in ds[dim].values]
-        if str(value) not in labels:
-            raise SpecError(f"{dim}={value!r} is not in the result{suggest(str(value), labels)}")
-        ds = ds.isel({dim: labels.index(str(value))})
-    return ds
 
 
 def _fix_rest(da: xr.DataArray, keep: tuple[str, ...]) -> tuple[xr.DataArray, list[str]]:
@@ -467,14 +451,6 @@ def _category(ds: xr.Dataset, dim: str, dims) -> np.ndarray:
 
 
 def _peak(ds: xr.Dataset):
-    """Dense peak FLOP/s of each device for the selected precision (fp8 when activations are
-    8 bit or less and the device has an FP8 peak, else the 16-bit peak); None if unknown."""
-    if "peak_bf16_flops" not in ds.coords:
-        return None
-    bf16 = ds["peak_bf16_flops"]
-    act = float(ds["act_bits"].values) if "act_bits" in ds.coords and ds["act_bits"].ndim == 0 \
-        else 16.0
-    if act <= 8 and "peak_fp8_flops" in ds.coords:
-        fp8 = ds["peak_fp8_flops"]
-        return xr.where(np.isfinite(fp8) & (fp8 > 0), fp8, bf16)
-    return bf16
+    """Dense peak FLOP/s of each device for the selected precision's compute dtype (the result's
+    ``peak_flops`` coordinate, the same rule the kernels use); None if the result lacks it."""
+    return ds["peak_flops"] if "peak_flops" in ds.coords else None

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
+import json
+
 from grids.hardware import load_catalog
 from grids.layouts import CATALOG_LAYOUTS, parse_layout
 from grids.models import catalog_models
@@ -62,3 +65,20 @@ def catalog_table(what: str, records: list[dict]) -> str:
     rows = [[r["name"], str(r["tp"]), str(r["pp"]), str(r["ep"]), str(r["dp"]),
              f"{r['offload']:g}", str(r["devices"])] for r in records]
     return _table(["layout", "tp", "pp", "ep", "dp", "offload", "devices"], rows)
+
+
+def _cmd_catalog(args: argparse.Namespace) -> int:
+    records = catalog_records(args.what)
+    if args.json:
+        print(json.dumps(records, indent=1, default=str))
+    else:
+        print(catalog_table(args.what, records))
+    return 0
+
+
+def register(sub) -> None:
+    """Add ``catalog`` to the ``sweep`` parser."""
+    c = sub.add_parser("catalog", help="list the built-in hardware, models, precisions or layouts")
+    c.add_argument("what", choices=("hardware", "models", "precisions", "layouts"))
+    c.add_argument("--json", action="store_true", help="print a JSON list of objects")
+    c.set_defaults(func=_cmd_catalog)

@@ -1,9 +1,10 @@
-"""Atomic, chunked, streamed result files (netCDF4 by default, Zarr as an option).
+"""Where a result goes: output checks before any work, atomic publication, stale partials,
+file-system faults as one clear error. See docs/results.md.
 
-A result is written under a temporary name in the target directory and renamed onto the target
-only once complete, so a run interrupted at any moment (Ctrl-C, SIGKILL, a crash) leaves either the
-previous file or nothing under the target name. Chunks of the grid are written as they are
-computed, so memory stays near the chunk size whatever the grid size.
+A result is written under a temporary name next to the target and renamed onto it only once
+complete, so a run interrupted at any moment (Ctrl-C, SIGTERM, SIGKILL, a crash, a full disk)
+leaves either the previous target or nothing under the target name; an existing target is replaced
+only when it is recognisably a previous result of this tool, or when the user says so.
 """
 
 from __future__ import annotations
@@ -14,13 +15,10 @@ import glob
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-import xarray as xr
-
 from grids.errors import SpecError
-from sweep.variables import VARIABLES
 
 TMP_PREFIX = ".sweep-partial-"
 FORMATS = ("netcdf", "zarr")
@@ -114,19 +112,6 @@ def check_output(path: str | Path, fmt: str | None = None, *, overwrite: bool = 
     return target, fmt
 
 
-def storage_chunks(shape: tuple[int, ...], target: int = 1 << 20) -> tuple[int, ...]:
-    """On-disk chunk shape: whole trailing dims, leading dims cut until ~``target`` elements."""
-    chunks = list(shape)
-    i = 0
-    while int(np.prod(chunks)) > target and i < len(chunks):
-        excess = int(np.prod(chunks)) / target
-        chunks[i] = max(1, int(chunks[i] / excess)) if chunks[i] > 1 else 1
-        if int(np.prod(chunks)) > target:
-            chunks[i] = 1
-        i += 1
-    return tuple(max(1, c) for c in chunks)
-
-
 class _Atomic:
     """Write under a temporary name in the target's directory, publish by renaming onto it.
 
@@ -137,9 +122,11 @@ class _Atomic:
     :func:`remove_stale_partials`); partials whose lock is held belong to a live run and are kept.
     """
 
-    def __init__(self, target: str | Path, suffix: str, *, overwrite: bool = False) -> None:
+    def __init__(self, target: str | Path, suffix: str, *, overwrite: bool = False,
+                 before_publish: Callable[[], None] | None = None) -> None:
         self.target = Path(target)
         self.overwrite = overwrite
+        self.before_publish = before_publish
         parent = self.target.parent
         if not parent.is_dir():
             raise OutputError(f"output directory {str(parent)!r} does not exist")
@@ -152,9 +139,8 @@ class _Atomic:
         self._lock_fd = _take_lock(self.lock_path)
 
     def commit(self) -> None:
-        from sweep.signals import checkpoint
-
-        checkpoint()  # an interrupt that was swallowed somewhere still stops the publication
+        if self.before_publish is not None:
+            self.before_publish()  # e.g. stop here if an interrupt was swallowed somewhere
         t = self.target
         exists = t.exists() or t.is_symlink()
         if exists and not self.overwrite and not is_result(t):
@@ -259,117 +245,6 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-class ResultWriter:
-    """Stream a grid result into a file chunk by chunk; ``close()`` publishes it atomically.
-
-    ``template`` is a Dataset holding the coordinates and attributes (no metric data); metric
-    chunks are written with :meth:`write` as ``{name: array}`` for an index region of the dims.
-    """
-
-    def __init__(self, path: str | Path, template: xr.Dataset, dims: tuple[str, ...],
-                 fmt: str | None = None, write_shape: tuple[int, ...] | None = None,
-                 cache_bytes: int = 4 << 20, *, overwrite: bool = False) -> None:
-        path, self.fmt = check_output(path, fmt, overwrite=overwrite)
-        self.dims = dims
-        self.shape = tuple(template.sizes[d] for d in dims)
-        # storage chunks follow the shape of the pieces written, so every write covers whole
-        # chunks and the HDF5 chunk cache (bounded by ``cache_bytes`` per variable) stays small
-        self.chunks = storage_chunks(write_shape or self.shape)
-        self.cache_bytes = int(cache_bytes)
-        self.atomic = _Atomic(path, ".zarr" if self.fmt == "zarr" else ".nc", overwrite=overwrite)
-        self.closed = False
-        self._nc = None
-        try:
-            with diagnose_write(self.atomic.tmp.parent):
-                if self.fmt == "netcdf":
-                    self._open_netcdf(template)
-                else:
-                    self._open_zarr(template)
-        except BaseException:
-            self.abort()
-            raise
-
-    # ---- netCDF4 via the netCDF4 library (streamed region writes)
-    def _open_netcdf(self, template: xr.Dataset) -> None:
-        import netCDF4
-
-        nc = netCDF4.Dataset(self.atomic.tmp, "w", format="NETCDF4")
-        self._nc = nc
-        for d in self.dims:
-            nc.createDimension(d, template.sizes[d])
-        for name, var in template.coords.items():
-            _nc_put(nc, name, var)
-        for name, meta in VARIABLES.items():
-            enc = meta.encoding(self.chunks)
-            v = nc.createVariable(name, np.int8 if meta.dtype == "int8" else np.float32,
-                                  self.dims, zlib=True, complevel=enc["complevel"],
-                                  shuffle=True, chunksizes=self.chunks,
-                                  fill_value=enc["_FillValue"] if enc["_FillValue"] is not None
-                                  else False)
-            v.set_var_chunk_cache(size=self.cache_bytes, nelems=61, preemption=1.0)
-            attrs = dict(meta.attrs())
-            attrs["coordinates"] = " ".join(c for c in template.coords if c not in self.dims
-                                            and set(template[c].dims) <= set(self.dims))
-            for k, val in attrs.items():
-                v.setncattr(k, val)
-        for k, val in template.attrs.items():
-            nc.setncattr(k, val)
-
-    # ---- Zarr via xarray (region writes into a store whose metadata is written first)
-    def _open_zarr(self, template: xr.Dataset) -> None:
-        try:
-            import dask.array as da
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise SpecError("Zarr output needs dask and zarr: pip install 'accel-sweep[dask]'"
-                            ) from exc
-        lazy = {}
-        for name, meta in VARIABLES.items():
-            dtype = np.int8 if meta.dtype == "int8" else np.float32
-            arr = da.zeros(self.shape, dtype=dtype, chunks=self.chunks)
-            lazy[name] = xr.Variable(self.dims, arr, meta.attrs())
-        ds = xr.Dataset(lazy, coords=template.coords, attrs=template.attrs)
-        enc = {}
-        for name, meta in VARIABLES.items():
-            fill = None if meta.dtype == "int8" else np.float32(np.nan)
-            enc[name] = {"chunks": self.chunks, "_FillValue": fill}
-        ds.to_zarr(self.atomic.tmp, mode="w", compute=False, encoding=enc, consolidated=True,
-                   zarr_format=2)
-        self._zarr_coords = list(ds.coords)
-
-    def write(self, region: tuple[slice, ...], arrays: dict[str, np.ndarray]) -> None:
-        nbytes = sum(a.nbytes for a in arrays.values())
-        with diagnose_write(self.atomic.tmp.parent, nbytes):
-            if self.fmt == "netcdf":
-                for name, arr in arrays.items():
-                    self._nc.variables[name][region] = arr
-            else:
-                import zarr
-
-                group = zarr.open_group(str(self.atomic.tmp), mode="r+", zarr_format=2)
-                for name, arr in arrays.items():
-                    group[name][region] = arr
-
-    def close(self) -> None:
-        """Finish and publish the file under the target name."""
-        if self.closed:
-            return
-        with diagnose_write(self.atomic.tmp.parent):
-            if self._nc is not None:
-                self._nc.close()
-                self._nc = None
-        self.closed = True
-        self.atomic.commit()
-
-    def abort(self) -> None:
-        """Remove the partial file; the target is left as it was."""
-        if self._nc is not None:
-            with contextlib.suppress(Exception):
-                self._nc.close()
-            self._nc = None
-        self.closed = True
-        self.atomic.discard()
-
-
 #: below this many free bytes a failed write is reported as a full disk
 FULL_DISK_SLACK = 16 << 20
 
@@ -398,64 +273,3 @@ def diagnose_write(directory: Path, nbytes: int = 0):
             raise OutputError(f"cannot write in {where!r}: {exc.strerror or exc} (a read-only file "
                               f"system or no permission): write elsewhere (-o)") from exc
         raise
-
-
-def _nc_put(nc, name: str, var: xr.Variable | xr.DataArray) -> None:
-    values = np.asarray(var.values)
-    dims = tuple(var.dims)
-    if values.dtype == object or values.dtype.kind in "US":
-        v = nc.createVariable(name, str, dims)
-        if dims:
-            v[:] = np.array([str(x) for x in values.ravel()], dtype=object)
-        else:
-            v.assignValue(str(values))
-    else:
-        v = nc.createVariable(name, values.dtype, dims)
-        if dims:
-            v[:] = values
-        else:
-            v.assignValue(values)
-    for k, val in var.attrs.items():
-        v.setncattr(k, val)
-
-
-def write_dataset(ds: xr.Dataset, path: str | Path, fmt: str | None = None, *,
-                  overwrite: bool = False) -> Path:
-    """Write an in-memory result Dataset atomically (same layout as the streamed writer)."""
-    dims = tuple(d for d in ds["ttft"].dims)
-    template = ds.drop_vars(list(VARIABLES))
-    writer = ResultWriter(path, template, dims, fmt, overwrite=overwrite)
-    try:
-        writer.write(tuple(slice(None) for _ in dims),
-                     {name: ds[name].values for name in VARIABLES})
-        writer.close()
-    except BaseException:
-        writer.abort()
-        raise
-    return Path(path)
-
-
-def open_result(path: str | Path, **kwargs) -> xr.Dataset:
-    """Open a result (netCDF or Zarr), lazily; ``bound``/``fits`` stay int8 CF flag variables
-    (decode them to strings with :func:`flag_labels`)."""
-    p = Path(path)
-    if not p.exists():
-        raise SpecError(f"result {str(p)!r} not found")
-    try:
-        if p.is_dir() or str(p).endswith(".zarr"):
-            ds = xr.open_zarr(p, **kwargs)
-        else:
-            ds = xr.open_dataset(p, engine="netcdf4", **kwargs)
-    except (OSError, ValueError) as exc:
-        raise SpecError(f"cannot open {str(p)!r} as a sweep result: {exc}") from exc
-    return ds
-
-
-def flag_labels(da: xr.DataArray) -> xr.DataArray:
-    """A CF flag variable (``bound``, ``fits``) decoded to its string meanings."""
-    values = np.asarray(da.attrs["flag_values"]).astype(int)
-    meanings = np.array(str(da.attrs["flag_meanings"]).split(), dtype=object)
-    lut = dict(zip(values.tolist(), meanings))
-    codes = np.asarray(da.values).astype(int)
-    out = np.vectorize(lambda c: lut.get(c, "unknown"), otypes=[object])(codes)
-    return xr.DataArray(out, dims=da.dims, coords=da.coords, name=f"{da.name}_label")

@@ -5,7 +5,7 @@ worker processes on this machine) or the address of a running scheduler (``'tcp:
 The grid is cut into chunks (one Dask task each, ``retries=2``); every task evaluates its chunk on
 a worker with the same kernel as the in-process run, so the result is bit-identical to it.
 
-* **Zarr**: the store's metadata is created first by :class:`sweep.io.ResultWriter` under its
+* **Zarr**: the store's metadata is created first by :class:`sweep.results.files.ResultWriter` under its
   temporary name; each task then writes its own region straight into the store from the worker.
   Task regions are unions of whole storage chunks, so no two tasks touch the same storage chunk and
   a re-executed task (after a worker was killed) overwrites exactly the bytes it wrote before:
@@ -22,7 +22,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
-import math
 import os
 import threading
 import time
@@ -32,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from grids.errors import SpecError
-from sweep.progress import Progress
+from sweep.execute.progress import Progress
 
 #: one kernel call at a time per worker process (numba's thread pool is shared by the process;
 #: other task threads of the same worker keep writing while one computes)
@@ -121,24 +120,6 @@ async def _drain(prefix: str, timeout: float, dask_worker=None) -> int:
     return running()
 
 
-# ------------------------------------------------------------------------------ planning
-def zarr_chunks(shape: tuple[int, ...], storage: tuple[int, ...], max_points: int) -> list:
-    """Chunks of ``shape`` = (H, M, B, S, O, P, L) made of whole storage chunks along the first
-    four dims (``storage`` gives their sizes), each of about ``max_points`` points but at least
-    one storage chunk: no two chunks share a storage chunk."""
-    from sweep.run import Chunk, plan_chunks
-
-    sc = [max(1, int(x)) for x in storage[:4]]
-    nblocks = tuple(math.ceil(shape[d] / sc[d]) for d in range(4))
-    block_points = math.prod(sc) * math.prod(shape[4:])
-    out = []
-    for c in plan_chunks(nblocks, max(1, max_points // max(1, block_points))):
-        sl = [slice(s.start * sc[d], min(s.stop * sc[d], shape[d]))
-              for d, s in enumerate((c.h, c.m, c.b, c.s))]
-        out.append(Chunk(*sl))
-    return out
-
-
 def parse_scheduler(scheduler: str) -> tuple[str, int | str]:
     """``'local:N'`` -> ('local', N); ``'local'`` -> ('local', cores); an address -> ('address', it)."""
     s = str(scheduler).strip()
@@ -217,18 +198,19 @@ def _wait_for_workers(client, timeout: float = 60.0) -> int:
 # ------------------------------------------------------------------------------ the run
 def run_distributed(gr, scheduler: str, *, output, fmt=None, budget: int, progress: bool = True,
                     overwrite: bool = False):
-    """Evaluate ``gr`` (a :class:`sweep.run.GridRun`) on a Dask cluster and write it to ``output``.
+    """Evaluate ``gr`` (a :class:`sweep.execute.grid.GridRun`) on a Dask cluster and write it to ``output``.
 
     Returns ``(dataset opened lazily from output, RunStats)``; RunStats.seconds counts from the
     moment the cluster is connected (cluster start-up excluded) to the published file.
     """
     from distributed import as_completed
 
-    from kernels.params import METRICS
-    from sweep.dataset import result_dims
-    from sweep.io import ResultWriter, infer_format, open_result
-    from sweep.run import BYTES_PER_POINT, RunStats, _template, plan_chunks
-    from sweep.signals import checkpoint
+    from sweep.execute.grid import RunStats
+    from sweep.execute.plan import BYTES_PER_POINT, cache_bytes, plan_chunks, zarr_chunks
+    from sweep.execute.signals import checkpoint
+    from sweep.results.assemble import result_dims, template
+    from sweep.results.files import ResultWriter, open_result
+    from sweep.results.target import infer_format
 
     if output is None:
         raise SpecError("a distributed run (scheduler=...) needs an output file: pass "
@@ -243,13 +225,10 @@ def run_distributed(gr, scheduler: str, *, output, fmt=None, budget: int, progre
         n_threads = _wait_for_workers(client)
         by_host = _procs_by_host(client)
         t0 = time.perf_counter()
-        first = plan_chunks(grid.shape, max_points)[0]
-        write_shape = tuple(sl.stop - sl.start for sl in (first.h, first.m, first.b, first.s))
-        write_shape += tuple(grid.shape[4:]) if grid.output_len_is_dim else tuple(grid.shape[5:])
-        writer = ResultWriter(output, _template(grid), result_dims(grid), fmt,
-                              write_shape=write_shape,
-                              cache_bytes=max(1 << 20, budget // (4 * len(METRICS))),
-                              overwrite=overwrite)
+        writer = ResultWriter(output, template(grid), result_dims(grid), fmt,
+                              write_shape=gr.write_shape(plan_chunks(grid.shape, max_points)[0]),
+                              cache_bytes=cache_bytes(budget), overwrite=overwrite,
+                              before_publish=checkpoint)
         feasible = 0
         bar = Progress(total, enabled=progress)
         futures: list = []

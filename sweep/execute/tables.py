@@ -14,7 +14,7 @@ import numpy as np
 from grids.hardware import Device
 from grids.layouts import Layout
 from grids.models import ModelArch
-from grids.precisions import Precision
+from grids.precisions import Precision, peak_table
 from kernels.params import HW_FIELDS, LAYOUT_FIELDS, MAX_TIERS, MODEL_FIELDS, PRECISION_FIELDS, pack
 
 
@@ -74,16 +74,6 @@ def _table(rows: list[dict[str, float]], fields: tuple[str, ...], what: str) -> 
     return pack(cols, fields, what)
 
 
-def peak_table(devices: list[Device], precisions: list[Precision]) -> np.ndarray:
-    """(H, P) dense peak FLOP/s of each device for each precision's compute dtype (0 = none)."""
-    out = np.zeros((len(devices), len(precisions)))
-    for i, d in enumerate(devices):
-        for j, p in enumerate(precisions):
-            dt = p.compute_dtype_for(d.peak_flops)
-            out[i, j] = d.peak_flops[dt] if dt else 0.0
-    return out
-
-
 @dataclass
 class Tables:
     hw: np.ndarray
@@ -98,7 +88,7 @@ def build_tables(devices: list[Device], models: list[ModelArch], precisions: lis
     return Tables(
         hw=_table([hardware_columns(d) for d in devices], HW_FIELDS, "hardware"),
         md=_table([model_columns(m) for m in models], MODEL_FIELDS, "model"),
-        peak=peak_table(devices, precisions),
+        peak=peak_table([d.peak_flops for d in devices], precisions),
         pr=_table([precision_columns(p) for p in precisions], PRECISION_FIELDS, "precision"),
         ly=_table([layout_columns(lay) for lay in layouts], LAYOUT_FIELDS, "layout"),
     )

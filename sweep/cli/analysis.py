@@ -1,4 +1,4 @@
-"""Commands added to the ``sweep`` CLI by this module (see ``sweep.cli.EXTRA_COMMANDS``).
+"""Analysis commands of the ``sweep`` CLI (registered by ``sweep.cli``).
 
 ``variation``, ``frontier``, ``pareto``, ``regimes``, ``strategies`` and ``plot`` on a result
 file. Bad input (missing file, unknown metric, dim or label) raises
@@ -8,14 +8,13 @@ file. Bad input (missing file, unknown metric, dim or label) raises
 from __future__ import annotations
 
 import argparse
-import json
-import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from grids.errors import SpecError
+from sweep.cli.common import jsonable, parse_sel, print_json, records, text_table
 
 EXIT_OK = 0
 TEXT_ROWS = 40
@@ -23,8 +22,8 @@ TEXT_ROWS = 40
 
 # ------------------------------------------------------------------------------ helpers
 def _open(path: str):
-    import sweep  # noqa: F401 - registers the accessor
-    from sweep.io import open_result
+    import sweep.analysis.accessor  # noqa: F401 - registers the ds.sweep accessor
+    from sweep.results.files import open_result
 
     return open_result(path)
 
@@ -46,18 +45,8 @@ def _with_result(func):
     return command
 
 
-def parse_sel(items: list[str] | None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items or ():
-        dim, eq, value = str(item).partition("=")
-        if not eq or not dim.strip() or not value.strip():
-            raise SpecError(f"--sel {item!r}: write DIM=VALUE, e.g. --sel model=llama-3.1-8b")
-        out[dim.strip()] = value.strip()
-    return out
-
-
 def _select(ds, sel: dict[str, str]):
-    from sweep.plots import apply_sel
+    from sweep.analysis.select import apply_sel
 
     return apply_sel(ds, sel)
 
@@ -73,40 +62,6 @@ def _best_over(ds, value: list[str] | None, over: str | tuple[str, ...]) -> tupl
     return tuple(value)
 
 
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, np.generic):
-        x = x.item()
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if x is pd.NA or x is None:
-        return None
-    return x
-
-
-def _records(df: pd.DataFrame) -> list[dict]:
-    df = df.astype(object).where(pd.notna(df), None)
-    return [_jsonable(r) for r in df.to_dict(orient="records")]
-
-
-def _print_json(obj: Any) -> None:
-    print(json.dumps(_jsonable(obj), indent=1, default=str))
-
-
-def _table(df: pd.DataFrame, limit: int | None) -> str:
-    if df.empty:
-        return "(none)"
-    n = len(df)
-    shown = df if limit is None or limit <= 0 or n <= limit else df.head(limit)
-    text = shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")
-    if len(shown) < n:
-        text += f"\n... {n - len(shown)} more rows (use --limit 0 or --json for all)"
-    return text
-
-
 def _where(d: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in d.items()) or "(single point)"
 
@@ -118,7 +73,7 @@ def _cmd_variation(args: argparse.Namespace, ds) -> int:
     red = _best_over(ds, args.best_over, args.over)
     mv = ds.sweep.max_variation(args.metric, over=args.over, best_over=red)
     if args.json:
-        _print_json({"best_over": list(red), "max_variation": mv})
+        print_json({"best_over": list(red), "max_variation": mv})
         return EXIT_OK
     how = f" (each {args.over} with its best {'/'.join(red)})" if red else ""
     if mv is None:
@@ -138,20 +93,20 @@ def _cmd_frontier(args: argparse.Namespace, ds) -> int:
     red = _best_over(ds, args.best_over, args.over)
     table = ds.sweep.frontier(args.metric, over=args.over, along=args.along, best_over=red)
     if args.json:
-        rows = _records(table if not args.limit else table.head(args.limit))
-        _print_json({"metric": args.metric, "over": args.over, "along": list(args.along),
+        rows = records(table if not args.limit else table.head(args.limit))
+        print_json({"metric": args.metric, "over": args.over, "along": list(args.along),
                      "best_over": list(red), "crossovers": rows})
         return EXIT_OK
     how = f", each with its best {'/'.join(red)}" if red else ""
     print(f"winner of {args.metric} across {args.over}{how}: {len(table)} crossover(s) along "
           f"{', '.join(args.along)}")
-    print(_table(table, TEXT_ROWS if args.limit is None else args.limit))
+    print(text_table(table, TEXT_ROWS if args.limit is None else args.limit))
     return EXIT_OK
 
 
 @_with_result
 def _cmd_pareto(args: argparse.Namespace, ds) -> int:
-    from sweep.accessor import parse_objectives
+    from sweep.analysis.select import parse_objectives
 
     ds = _select(ds, parse_sel(args.sel))
     objs = parse_objectives(ds, args.objectives)
@@ -168,14 +123,14 @@ def _cmd_pareto(args: argparse.Namespace, ds) -> int:
     over = [d for d in args.over if d in ds.dims]
     groups = int(np.prod([ds.sizes[d] for d in dims if d not in over])) if dims else 1
     if args.json:
-        rows = _records(table if not args.limit else table.head(args.limit))
-        _print_json({"objectives": dict(objs), "over": over, "groups": groups,
+        rows = records(table if not args.limit else table.head(args.limit))
+        print_json({"objectives": dict(objs), "over": over, "groups": groups,
                      "non_dominated": len(table), "points": rows})
         return EXIT_OK
     print(f"Pareto front of {', '.join(f'{n} ({d})' for n, d in objs)} across "
           f"{' x '.join(over) or '(nothing)'}: {len(table)} non-dominated point(s) in "
           f"{groups} group(s)")
-    print(_table(table, TEXT_ROWS if args.limit is None else args.limit))
+    print(text_table(table, TEXT_ROWS if args.limit is None else args.limit))
     return EXIT_OK
 
 
@@ -193,11 +148,11 @@ def _cmd_regimes(args: argparse.Namespace, ds) -> int:
                 "definition": str(row["definition"].values),
                 "n_points": int(row["n_points"].values), "winner": str(row["winner"].values),
                 "reason": str(row["reason"].values),
-                "score": {str(h): _jsonable(float(v)) for h, v in
+                "score": {str(h): jsonable(float(v)) for h, v in
                           zip(r["hardware"].values, row["score"].values)},
-                "coverage": {str(h): _jsonable(float(v)) for h, v in
+                "coverage": {str(h): jsonable(float(v)) for h, v in
                              zip(r["hardware"].values, row["coverage"].values)}})
-        _print_json(out)
+        print_json(out)
         return EXIT_OK
     table = r["score"].to_pandas().T
     table.columns = [str(c) for c in table.columns]
@@ -217,11 +172,11 @@ def _cmd_regimes(args: argparse.Namespace, ds) -> int:
 def _cmd_strategies(args: argparse.Namespace, ds) -> int:
     ds = _select(ds, parse_sel(args.sel))
     s = ds.sweep.strategies()
-    scalars = {k: _jsonable(float(s[k])) for k in s.data_vars if s[k].ndim == 0}
+    scalars = {k: jsonable(float(s[k])) for k in s.data_vars if s[k].ndim == 0}
     per = s.drop_vars([k for k in s.data_vars if s[k].ndim == 0]).to_dataframe()
     if args.json:
         per = per.reset_index()
-        _print_json({"layouts": _records(per), "ep_vs_tp": scalars,
+        print_json({"layouts": records(per), "ep_vs_tp": scalars,
                      "notes": s.attrs.get("notes", "")})
         return EXIT_OK
     cols = ["strategy", "devices_per_replica", "n_models", "param_compute_ratio",
@@ -247,7 +202,7 @@ def _cmd_strategies(args: argparse.Namespace, ds) -> int:
 
 @_with_result
 def _cmd_plot(args: argparse.Namespace, ds) -> int:
-    from sweep import plots
+    from sweep.analysis import plots
 
     sel = parse_sel(args.sel)
     kind = args.kind

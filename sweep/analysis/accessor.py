@@ -1,0 +1,82 @@
+"""The ``ds.sweep`` xarray accessor: a thin facade over the analysis modules.
+
+Registered on ``import sweep``. Works on any result Dataset, in memory or opened from disk,
+NumPy- or Dask-backed, whatever subset of dims it has (any dim may have size 1 or have been
+selected away; ``output_len`` may or may not be a dim). Each method calls one function of
+:mod:`sweep.analysis` (variation, winners, pareto, regimes, strategies, plots); see
+``docs/analysis.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pandas as pd
+import xarray as xr
+
+from sweep.analysis import pareto as _pareto
+from sweep.analysis import variation as _variation
+from sweep.analysis import winners as _winners
+from sweep.analysis.pareto import DEFAULT_PARETO_OVER
+from sweep.analysis.select import candidates
+from sweep.analysis.winners import DEFAULT_ALONG
+
+
+@xr.register_dataset_accessor("sweep")
+class SweepAccessor:
+    """Analysis of a sweep result: ``ds.sweep.variation("throughput")`` etc."""
+
+    def __init__(self, ds: xr.Dataset) -> None:
+        self._ds = ds
+
+    def best(self, metric: str, over: Iterable[str] | str = ("parallelism",),
+             direction: str | None = None) -> xr.DataArray:
+        """Best feasible value of ``metric`` over the dims ``over`` (NaN where none fits)."""
+        return candidates(self._ds, metric, over, direction)
+
+    def variation(self, metric: str, over: str = "hardware",
+                  best_over: Iterable[str] | str = ()) -> xr.Dataset:
+        """See :func:`sweep.analysis.variation.variation`."""
+        return _variation.variation(self._ds, metric, over, best_over)
+
+    def max_variation(self, metric: str, over: str = "hardware",
+                      best_over: Iterable[str] | str = ()) -> dict[str, Any] | None:
+        """See :func:`sweep.analysis.variation.max_variation`."""
+        return _variation.max_variation(self._ds, metric, over, best_over)
+
+    def winner(self, metric: str, over: str = "hardware",
+               best_over: Iterable[str] | str = ()) -> xr.DataArray:
+        """See :func:`sweep.analysis.winners.winner`."""
+        return _winners.winner(self._ds, metric, over, best_over)
+
+    def frontier(self, metric: str, over: str = "hardware",
+                 along: Iterable[str] | str = DEFAULT_ALONG,
+                 best_over: Iterable[str] | str = ()) -> pd.DataFrame:
+        """See :func:`sweep.analysis.winners.frontier`."""
+        return _winners.frontier(self._ds, metric, over, along, best_over)
+
+    def pareto(self, objectives, over: Iterable[str] | str = DEFAULT_PARETO_OVER
+               ) -> xr.DataArray:
+        """See :func:`sweep.analysis.pareto.pareto`."""
+        return _pareto.pareto(self._ds, objectives, over)
+
+    def regimes(self, regimes=None) -> xr.Dataset:
+        """Seed 002's six operational regimes scored per accelerator (best = 1.0); see
+        :func:`sweep.analysis.regimes.regime_scores`."""
+        from sweep.analysis.regimes import regime_scores
+
+        return regime_scores(self._ds, regimes)
+
+    def strategies(self) -> xr.Dataset:
+        """Per layout: parameter-to-compute ratio, throughput, latency CoV, and EP vs TP ratios
+        (see :func:`sweep.analysis.strategies.strategy_table`)."""
+        from sweep.analysis.strategies import strategy_table
+
+        return strategy_table(self._ds)
+
+    def plot(self, kind: str = "winner-map", **kwargs):
+        """A matplotlib Figure of ``kind`` (see :mod:`sweep.analysis.plots`)."""
+        from sweep.analysis.plots import plot
+
+        return plot(self._ds, kind, **kwargs)

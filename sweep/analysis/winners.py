@@ -1,0 +1,118 @@
+"""Winners and frontiers: the best label at every point, and where it changes along batch and
+context."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from grids.errors import SpecError
+from sweep.analysis import core as an
+from sweep.analysis.select import (
+    NO_WINNER,
+    as_dims,
+    candidates,
+    index_labels,
+    metric_direction,
+    need_dim,
+    winner_index,
+)
+
+DEFAULT_ALONG = ("batch", "context")
+
+
+def winner(ds: xr.Dataset, metric: str, over: str = "hardware",
+           best_over: Iterable[str] | str = ()) -> xr.DataArray:
+    """The best ``over`` label at every other point (``""`` where none is feasible).
+
+    Ties go to the label that sorts first. ``best_over`` dims are reduced to their best
+    value first (e.g. ``best_over="parallelism"``: each device with its best layout).
+    """
+    need_dim(ds, over, "over")
+    if over in as_dims(ds, best_over, "best_over"):
+        raise SpecError(f"over={over!r} cannot also be in best_over")
+    d = metric_direction(ds, metric)
+    da = candidates(ds, metric, best_over)
+    out = index_labels(winner_index(da, over, d), da[over].values, "winner")
+    out.attrs = {"long_name": f"{over} with the {'lowest' if d == 'min' else 'highest'} "
+                              f"{metric}", "metric": metric, "over": over,
+                 "no_winner": NO_WINNER}
+    return out
+
+
+def frontier(ds: xr.Dataset, metric: str, over: str = "hardware",
+             along: Iterable[str] | str = DEFAULT_ALONG,
+             best_over: Iterable[str] | str = ()) -> pd.DataFrame:
+    """Crossovers: where the winner of ``metric`` across ``over`` changes along ``along``.
+
+    One row per pair of neighbouring coordinate values (in sorted order) along one of the
+    ``along`` dims at which both neighbours have a winner and the winners differ. Columns:
+    the other dims (fixed coords; the changing dim's own column is empty), ``dim``,
+    ``value_before``, ``value_after``, ``winner_before``, ``winner_after``,
+    ``best_before``, ``best_after`` (the winning metric values).
+    """
+    need_dim(ds, over, "over")
+    red = as_dims(ds, best_over, "best_over")
+    dims_along = as_dims(ds, along, "along")
+    for dd in dims_along:
+        if dd == over or dd in red:
+            raise SpecError(f"along dim {dd!r} cannot be the over dim or in best_over")
+    if over in red:
+        raise SpecError(f"over={over!r} cannot also be in best_over")
+    d = metric_direction(ds, metric)
+    da = candidates(ds, metric, red)
+    if dims_along:
+        da = da.sortby(list(dims_along))
+    da = da.compute()
+    idx = winner_index(da, over, d)
+    labels = da[over].values
+    best = (da.max(over) if d == "max" else da.min(over))
+    other_all = list(idx.dims)
+    frames = []
+    for dd in dims_along:
+        if idx.sizes[dd] < 2:
+            continue
+        t = idx.transpose(*[x for x in other_all if x != dd], dd)
+        codes = np.asarray(t.values)
+        bv = np.asarray(best.transpose(*t.dims).values, dtype=np.float64)
+        pos = np.nonzero(an.change_points(codes, axis=-1))
+        data: dict[str, Any] = {}
+        for i, od in enumerate(t.dims[:-1]):
+            data[od] = idx[od].values[pos[i]]
+        after = (*pos[:-1], pos[-1] + 1)
+        coord = idx[dd].values
+        data["dim"] = np.full(len(pos[-1]), dd, dtype=object)
+        data["value_before"] = coord[pos[-1]]
+        data["value_after"] = coord[pos[-1] + 1]
+        data["winner_before"] = an.take_labels(codes[pos], labels)
+        data["winner_after"] = an.take_labels(codes[after], labels)
+        data["best_before"] = bv[pos]
+        data["best_after"] = bv[after]
+        frames.append(pd.DataFrame(data))
+    fixed = list(other_all)
+    cols = [*fixed, "dim", "value_before", "value_after", "winner_before", "winner_after",
+            "best_before", "best_after"]
+    if not frames:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+    table = pd.concat(frames, ignore_index=True).reindex(columns=cols)
+    for c in [*fixed, "value_before", "value_after"]:
+        integral = (np.asarray(idx[c].values).dtype.kind in "iu" if c in fixed
+                    else _all_integral(table[c]))
+        if integral:
+            table[c] = table[c].astype("Int64")
+    table = table.sort_values(["dim", *fixed, "value_before"], kind="stable",
+                              na_position="first").reset_index(drop=True)
+    table.attrs = {"metric": metric, "over": over, "along": list(dims_along),
+                   "best_over": list(red)}
+    return table
+
+def _all_integral(s: pd.Series) -> bool:
+    try:
+        v = pd.to_numeric(s, errors="raise").to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return bool(len(v)) and bool(np.all(np.isfinite(v) & (v == np.round(v))))

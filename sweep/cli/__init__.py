@@ -1,0 +1,63 @@
+"""The ``sweep`` command line: one module per group of commands, each with ``register(sub)``.
+
+Exit codes: 0 success, 2 bad input (one clear message, no traceback), 1 unexpected error,
+130 interrupted by Ctrl-C (SIGINT), 143 terminated by SIGTERM; an interrupted run leaves the previous
+target as it was and removes its partial file.
+Set ``SWEEP_DEBUG=1`` to see tracebacks of unexpected errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import signal
+import sys
+
+from grids.errors import SpecError
+
+EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+#: command modules, in the order their commands appear in ``sweep --help``
+COMMAND_MODULES = ("sweep.cli.run", "sweep.cli.catalog", "sweep.cli.analysis",
+                   "sweep.cli.validate")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's own errors are bad input too
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"sweep: error: {message}\n")
+        sys.exit(EXIT_BAD_INPUT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="sweep", description="Parametric roofline sweeps of LLM inference on AI "
+                "accelerators (see README.md).")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for mod in COMMAND_MODULES:
+        importlib.import_module(mod).register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code = args.func(args)
+    except SpecError as exc:
+        sys.stderr.write(f"sweep: error: {exc}\n")
+        code = EXIT_BAD_INPUT
+    except KeyboardInterrupt as exc:
+        code = getattr(exc, "exit_code", EXIT_INTERRUPTED)
+        what = "terminated" if code == 128 + signal.SIGTERM else "interrupted"
+        sys.stderr.write(f"\nsweep: {what}; the previous output (if any) is unchanged and no "
+                         f"partial result was left\n")
+    except BrokenPipeError:
+        code = EXIT_OK
+    except Exception as exc:
+        if os.environ.get("SWEEP_DEBUG"):
+            raise
+        sys.stderr.write(f"sweep: unexpected error: {type(exc).__name__}: {exc}\n"
+                         f"(run with SWEEP_DEBUG=1 for a traceback and please report it)\n")
+        code = EXIT_ERROR
+    return code
