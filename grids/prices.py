@@ -854,7 +854,7 @@ def _capex_cost(device: Any, entry: DevicePrice | None, over: dict[str, float], 
                       purchase_h, hosting_h, power_w)
 
 
-def device_cost(device: Any, cost: CostSpec | None = None, *,
+def device_cost(device: Any, cost: CostSpec | str | None = None, *,
                 prices: PriceCatalog | None = None, missing: str = "error") -> DeviceCost:
     """Fixed cost of one device-hour [USD/h] on the spec's basis, and how energy is billed.
 
@@ -863,8 +863,9 @@ def device_cost(device: Any, cost: CostSpec | None = None, *,
     device : grids.hardware.Device
         Needs ``id`` and ``tdp`` [W]; ``host_power`` [W] and ``base`` (hypothetical devices are
         priced as their base device) are read when present.
-    cost : CostSpec, optional
-        From :func:`parse_cost_spec`; default: basis "cloud", no fallback, catalog parameters.
+    cost : CostSpec or str, optional
+        From :func:`parse_cost_spec`, or just a basis name ("cloud" | "capex"); default: basis
+        "cloud", no fallback, catalog parameters.
     prices : PriceCatalog, optional
         Default: the built-in catalog.
     missing : "error" or "nan"
@@ -877,8 +878,9 @@ def device_cost(device: Any, cost: CostSpec | None = None, *,
     capex: ``fixed = purchase / (amortisation_years x 8760) + hosting_usd_per_kw_month x P[kW] /
     730`` with ``P = tdp + host_power``; energy is billed at ``energy_usd_per_kwh x pue``.
     """
-    spec = cost or CostSpec()
     cat = prices or load_prices()
+    spec = parse_cost_spec({"basis": cost}, prices=cat) if isinstance(cost, str) else cost
+    spec = spec or CostSpec()
     params = spec.resolve_parameters(cat)
     dev_id = str(device.id)
     over = spec.device_prices.get(dev_id, {})
@@ -916,7 +918,7 @@ def device_cost(device: Any, cost: CostSpec | None = None, *,
     return _unpriced(dev_id, spec, params, how + why)
 
 
-def device_costs(devices: list[Any], cost: CostSpec | None = None, *,
+def device_costs(devices: list[Any], cost: CostSpec | str | None = None, *,
                  prices: PriceCatalog | None = None, missing: str = "nan") -> dict[str, DeviceCost]:
     """:func:`device_cost` for several devices; with ``missing="error"`` one SpecError lists all."""
     problems: list[str] = []
