@@ -178,16 +178,20 @@ def test_cloud_basis_h100(cat):
 
 
 def test_capex_basis_h100_by_hand(cat):
-    c = device_cost(load_device("h100-sxm"), CostSpec(basis="capex"), prices=cat)
+    dev = load_device("h100-sxm")
+    c = device_cost(dev, CostSpec(basis="capex"), prices=cat)
+    # host_power: the host share per accelerator, once the hardware catalog has the field
+    power_kw = (dev.tdp + getattr(dev, "host_power", 0.0)) / 1000  # 700 W TDP today
     purchase_h = 199000 / 8 / (5 * 8760)  # DGX H100 reported list / 8 GPUs over 5 years
-    hosting_h = 163.44 * 0.700 / 730  # CBRE 2023 x 700 W TDP
+    hosting_h = 163.44 * power_kw / 730  # CBRE 2023 x (700 W TDP + host share)
     assert c.purchase_usd_per_hour == pytest.approx(purchase_h)
     assert c.hosting_usd_per_hour == pytest.approx(hosting_h)
     assert c.fixed_usd_per_hour == pytest.approx(purchase_h + hosting_h)
-    assert c.hosting_power_w == pytest.approx(700.0)
+    assert c.hosting_power_w == pytest.approx(1000 * power_kw)
     assert c.energy_billed
     assert c.energy_usd_per_joule == pytest.approx(0.1107 * 1.58 / 3.6e6)
-    assert "accelerator boundary only" in c.source  # Device has no host_power field yet
+    boundary = "host_power" if hasattr(dev, "host_power") else "accelerator boundary only"
+    assert boundary in c.source
     assert "supercluster.blog" in c.source
 
 
@@ -265,7 +269,8 @@ def test_fallback_is_off_by_default_and_visible_when_on(cat):
     fb = device_cost(gaudi3, parse_cost_spec({"fallback": "capex"}, prices=cat), prices=cat)
     assert fb.priced and fb.basis == "cloud" and fb.basis_used == "capex" and fb.fallback
     assert fb.source.startswith("FALLBACK to capex")
-    assert fb.fixed_usd_per_hour == pytest.approx(125000 / 8 / (5 * 8760) + 163.44 * 0.9 / 730)
+    power_kw = (gaudi3.tdp + getattr(gaudi3, "host_power", 0.0)) / 1000  # 900 W TDP + host
+    assert fb.fixed_usd_per_hour == pytest.approx(125000 / 8 / (5 * 8760) + 163.44 * power_kw / 730)
     # a device with a price on the requested basis does not fall back
     h100 = device_cost(load_device("h100-sxm"), parse_cost_spec({"fallback": True}, prices=cat),
                        prices=cat)
