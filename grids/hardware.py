@@ -448,6 +448,14 @@ def _read_by_dtype(table: Any, peaks: dict[str, float], r: _Reader) -> dict[str,
     return out
 
 
+def _calibration_for(dev_id: str, cls: str) -> tuple[str, dict[str, Any]]:
+    """The overlay's fitted values for a device (its own entry, else its class's) and a label."""
+    cal = calibration_overlay().get("device", {}).get(dev_id, {})
+    if cal:
+        return "calibrated (device)", cal
+    return f"calibrated (class {cls})", calibration_overlay().get("class", {}).get(cls, {})
+
+
 def _read_efficiency(raw: dict[str, Any], r: _Reader, peaks: dict[str, float],
                      calibrated: bool) -> Efficiency:
     """Class default, then the device file's ``[efficiency]``, then the calibration overlay."""
@@ -466,12 +474,7 @@ def _read_efficiency(raw: dict[str, Any], r: _Reader, peaks: dict[str, float],
     by_dtype = _read_by_dtype(over[BY_DTYPE], peaks, r) if BY_DTYPE in over else {}
     origin.update({f"flops_efficiency.{d}": "catalog" for d in by_dtype})
     if calibrated:
-        dev_id = str(raw.get("id", ""))
-        cal = calibration_overlay().get("device", {}).get(dev_id, {})
-        label = "calibrated (device)"
-        if not cal:
-            cal = calibration_overlay().get("class", {}).get(r.cls, {})
-            label = f"calibrated (class {r.cls})"
+        label, cal = _calibration_for(str(raw.get("id", "")), r.cls)
         for name, v in cal.items():
             if name in EFFICIENCY_FIELDS and isinstance(v, (int, float)):
                 values[name] = float(v)
