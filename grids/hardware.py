@@ -12,12 +12,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from grids import tomlio
 from grids.errors import SpecError, suggest
 from grids.sourced import Sourced, read_sourced
 
@@ -34,8 +34,16 @@ EFFICIENCY_FIELDS = {
     "jitter": ("fraction", -1e-300, 10.0),
     "capacity_fraction": ("fraction", 0.0, 1.0),
 }
+#: sub-table of ``[efficiency]``: achievable fraction of the dense peak per compute dtype
+BY_DTYPE = "flops_efficiency_by_dtype"
 CLASS_FIELDS = {**EFFICIENCY_FIELDS, "idle_fraction": ("fraction", -1e-300, 1.0),
+                "host_power_fraction": ("fraction", -1e-300, 10.0),
                 "link_latency": ("time", 0.0, 1.0), "scaleout_latency": ("time", 0.0, 1.0)}
+
+#: keys allowed in the tables of a device file (text fields included)
+INTERCONNECT_KEYS = ("name", "link_bandwidth", "link_latency", "domain_size", "scaleout_bandwidth",
+                     "scaleout_latency", "package_size", "package_bandwidth", "package_latency")
+POWER_KEYS = ("tdp", "idle", "host_power")
 
 
 def _data_dir() -> Path:
@@ -59,19 +67,36 @@ class MemoryTier:
 
 @dataclass(frozen=True)
 class Efficiency:
-    """Achievable fractions and overheads (dimensionless unless noted)."""
+    """Achievable fractions and overheads (dimensionless unless noted).
+
+    ``flops_efficiency_by_dtype`` maps a compute dtype to the achievable fraction of that dtype's
+    dense peak where it is known to differ from ``flops_efficiency`` (which applies to every other
+    dtype); see :meth:`flops_efficiency_for`.
+    """
 
     flops_efficiency: float
     bandwidth_efficiency: float
     layer_overhead: float  # [s] per layer per forward pass
     jitter: float  # coefficient of variation of per-token latency from scheduling
     capacity_fraction: float  # usable fraction of device memory
+    flops_efficiency_by_dtype: dict[str, float] = field(default_factory=dict)
     origin: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def flops_efficiency_for(self, dtype: str) -> float:
+        """Achievable fraction [1] of the dense peak of compute dtype ``dtype``."""
+        return self.flops_efficiency_by_dtype.get(dtype, self.flops_efficiency)
 
 
 @dataclass(frozen=True)
 class Device:
-    """One accelerator, all numbers in SI base units."""
+    """One accelerator as the operating system sees it, all numbers in SI base units.
+
+    A multi-die package that software sees as several devices (MI250X: 2 GCDs, Max 1550: 2 stacks)
+    is ``package_size`` devices joined by an in-package link (``package_bandwidth`` per direction,
+    ``package_latency``); ``domain_size`` counts devices, not packages. ``tdp`` and ``idle`` are the
+    device's own board/module power; ``host_power`` is the host and system overhead (CPU, DRAM,
+    NICs, switches, fans, power-supply losses) attributed to one device.
+    """
 
     id: str
     name: str
@@ -86,7 +111,7 @@ class Device:
     domain_size: int  # devices in one scale-up domain
     scaleout_bandwidth: float  # [B/s] per direction per device
     scaleout_latency: float  # [s]
-    tdp: float  # [W]
+    tdp: float  # [W] the device's own board/module power
     idle: float  # [W]
     efficiency: Efficiency
     sources: dict[str, Sourced] = field(default_factory=dict, compare=False)
@@ -94,16 +119,27 @@ class Device:
     caches: tuple[dict[str, Any], ...] = ()
     base: str = ""  # catalog id a hypothetical device derives from
     overrides: dict[str, Any] = field(default_factory=dict, compare=False)
+    host_power: float = 0.0  # [W] host/system overhead attributed to this device
+    package_size: int = 1  # devices per package sharing an in-package link
+    package_bandwidth: float | None = None  # [B/s] per direction, in-package (package_size > 1)
+    package_latency: float | None = None  # [s] per in-package hop
 
     @property
     def device_capacity(self) -> float:
         """Sum of on-device tier capacities [B] (host tier excluded)."""
         return sum(t.capacity for t in self.tiers)
 
+    @property
+    def system_power(self) -> float:
+        """Maximum power [W] of the device plus its attributed host share (``tdp + host_power``)."""
+        return self.tdp + self.host_power
+
     def tier_of_kind(self, kind: str) -> MemoryTier | None:
         return next((t for t in self.tiers if t.kind == kind), None)
 
     def to_dict(self) -> dict[str, Any]:
+        eff = {k: getattr(self.efficiency, k) for k in EFFICIENCY_FIELDS}
+        eff[BY_DTYPE] = dict(self.efficiency.flops_efficiency_by_dtype)
         return {
             "id": self.id, "name": self.name, "vendor": self.vendor, "class": self.cls,
             "release_year": self.release_year, "base": self.base or None,
@@ -113,10 +149,13 @@ class Device:
             "host_tier": self.host.to_dict() if self.host else None,
             "link_bandwidth_bytes_per_s": self.link_bandwidth,
             "link_latency_s": self.link_latency, "domain_size": self.domain_size,
+            "package_size": self.package_size,
+            "package_bandwidth_bytes_per_s": self.package_bandwidth,
+            "package_latency_s": self.package_latency,
             "scaleout_bandwidth_bytes_per_s": self.scaleout_bandwidth,
             "scaleout_latency_s": self.scaleout_latency,
-            "tdp_w": self.tdp, "idle_w": self.idle,
-            "efficiency": {k: getattr(self.efficiency, k) for k in EFFICIENCY_FIELDS},
+            "tdp_w": self.tdp, "idle_w": self.idle, "host_power_w": self.host_power,
+            "efficiency": eff,
             "efficiency_origin": dict(self.efficiency.origin),
             "notes": list(self.notes),
             "sources": {k: v.to_dict() for k, v in self.sources.items()},
@@ -165,164 +204,309 @@ def calibration_overlay() -> dict[str, Any]:
 
 
 def _load_toml(path: Path) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError as exc:
-        raise SpecError(f"{path}: file not found") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{path}: malformed TOML: {exc}") from exc
+    return tomlio.load(path)
 
 
 # --------------------------------------------------------------------------------------------
-# parsing one device file
+# parsing one device file: one small reader per topic, all sharing one problem list
+
+
+@dataclass
+class _Reader:
+    """Collects the problems and the sources of one device file while its topics are read."""
+
+    where: str
+    problems: list[str] = field(default_factory=list)
+    sources: dict[str, Sourced] = field(default_factory=dict)
+    cls: str = ""
+    defaults: dict[str, Sourced] = field(default_factory=dict)
+
+    def num(self, entry: Any, dim: str, key: str, positive: bool = True) -> float | None:
+        """A sourced number in SI units (``None`` and a problem when it is unusable)."""
+        s = read_sourced(entry, dim, f"{self.where}: {key}", self.problems, positive=positive)
+        if s is None:
+            return None
+        self.sources[key] = s
+        return s.value
+
+    def whole(self, entry: Any, key: str) -> int | None:
+        """A sourced count that must be a whole number >= 1."""
+        v = self.num(entry, "count", key)
+        if v is None or v <= 0:
+            return None
+        if not float(v).is_integer():
+            self.problems.append(f"{self.where}: {key} = {v:g} must be a whole number of devices")
+            return None
+        return int(v)
+
+    def fraction(self, entry: Any, key: str) -> float | None:
+        """A sourced fraction in (0, 1]; one problem per bad value."""
+        v = self.num(entry, "fraction", key, positive=False)
+        if v is not None and v >= 0 and not 0 < v <= 1:
+            self.problems.append(f"{self.where}: {key} = {v:g} outside (0, 1] (a fraction of the "
+                                 f"dense peak)")
+            return None
+        return v if v is not None and v > 0 else None
+
+    def with_default(self, entry: Any, dim: str, key: str, default_name: str) -> float:
+        """A sourced number, or the class default (recorded as an estimate) when absent."""
+        default = self.defaults[default_name]
+        if entry is None:
+            self.sources[key] = Sourced(default.value, f"class default for {self.cls}: "
+                                        f"{default.source}", estimate=True,
+                                        rule=f"unpublished; class default for '{self.cls}'")
+            return default.value
+        v = self.num(entry, dim, key, positive=False)
+        return default.value if v is None else v
+
+    def share_of_tdp(self, entry: Any, key: str, tdp: float | None, fraction_name: str,
+                     what: str) -> float | None:
+        """A sourced power, or ``fraction_name`` of the class x ``tdp`` (an estimate) when absent."""
+        if entry is not None:
+            return self.num(entry, "power", key, positive=False)
+        if tdp is None:
+            return None
+        frac = self.defaults[fraction_name]
+        value = frac.value * tdp
+        self.sources[key] = Sourced(value, f"class default {what} {frac.value} x TDP: {frac.source}",
+                                    estimate=True, rule=f"unpublished; {fraction_name} x tdp")
+        return value
+
+    def unknown_keys(self, table: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
+        for key in table:
+            if key not in allowed:
+                self.problems.append(f"{self.where}: {where}.{key}: unknown field"
+                                     f"{suggest(key, allowed)}")
+
+
+def _table(raw: dict[str, Any], key: str, reader: _Reader) -> dict[str, Any]:
+    """``raw[key]`` as a table ({} when absent); a non-table is a problem."""
+    value = raw.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        reader.problems.append(f"{reader.where}: [{key}] must be a table, got {value!r}")
+        return {}
+    return value
+
+
+def _read_identity(raw: dict[str, Any], r: _Reader) -> int | None:
+    """Text fields and class (sets the reader's class defaults); returns the release year."""
+    for key in ("id", "name", "class"):
+        if not isinstance(raw.get(key), str) or not raw.get(key):
+            r.problems.append(f"{r.where}: missing text field '{key}'")
+    cls = raw.get("class", "")
+    if isinstance(cls, str) and cls and cls not in CLASSES:
+        r.problems.append(f"{r.where}: unknown class {cls!r}{suggest(cls, CLASSES)}")
+    r.cls = cls if isinstance(cls, str) else ""
+    r.defaults = class_defaults().get(r.cls, class_defaults()["gpu"])
+    if "release_year" not in raw:
+        r.problems.append(f"{r.where}: missing release_year")
+        return None
+    year = r.num(raw["release_year"], "count", "release_year")
+    return None if year is None else int(year)
+
+
+def _read_peaks(raw: dict[str, Any], r: _Reader) -> dict[str, float]:
+    pf = raw.get("peak_flops", {})
+    if not isinstance(pf, dict) or not pf:
+        r.problems.append(f"{r.where}: missing [peak_flops] table (dense FLOP/s per compute dtype)")
+        return {}
+    peaks: dict[str, float] = {}
+    for dtype, entry in pf.items():
+        if dtype not in COMPUTE_DTYPES:
+            r.problems.append(f"{r.where}: peak_flops.{dtype}: unknown compute dtype"
+                              f"{suggest(dtype, COMPUTE_DTYPES)}")
+            continue
+        v = r.num(entry, "flops", f"peak_flops.{dtype}")
+        if v is not None:
+            peaks[dtype] = v
+    if not ({"bf16", "fp16"} & set(peaks)):
+        r.problems.append(f"{r.where}: peak_flops needs a 16-bit float figure (bf16 or fp16)")
+    return peaks
+
+
+def _read_tier(entry: Any, key: str, r: _Reader) -> MemoryTier | None:
+    if not isinstance(entry, dict):
+        r.problems.append(f"{r.where}: {key}: expected a table")
+        return None
+    kind = entry.get("kind", "dram")
+    if kind not in TIER_KINDS:
+        r.problems.append(f"{r.where}: {key}.kind = {kind!r}: must be one of {TIER_KINDS}")
+    cap = r.num(entry.get("capacity"), "bytes", f"{key}.capacity")
+    bw = r.num(entry.get("bandwidth"), "bandwidth", f"{key}.bandwidth")
+    eff = r.defaults["bandwidth_efficiency"].value
+    if "bandwidth_efficiency" in entry:
+        e = r.num(entry["bandwidth_efficiency"], "fraction", f"{key}.bandwidth_efficiency")
+        eff = e if e is not None else eff
+    if cap is None or bw is None:
+        return None
+    return MemoryTier(str(entry.get("name", kind)), str(kind), cap, bw, eff)
+
+
+def _read_tiers(raw: dict[str, Any], r: _Reader) -> tuple[tuple[MemoryTier, ...], MemoryTier | None]:
+    tiers_raw = raw.get("memory_tiers", [])
+    if not isinstance(tiers_raw, list) or not tiers_raw:
+        r.problems.append(f"{r.where}: needs at least one [[memory_tiers]] entry")
+        tiers_raw = []
+    if len(tiers_raw) > MAX_TIERS:
+        r.problems.append(f"{r.where}: at most {MAX_TIERS} memory tiers are supported, got "
+                          f"{len(tiers_raw)}")
+    tiers = tuple(t for i, e in enumerate(tiers_raw) if (t := _read_tier(e, f"memory_tiers[{i}]", r)))
+    host = _read_tier(raw["host_tier"], "host_tier", r) if raw.get("host_tier") else None
+    return tiers, host
+
+
+@dataclass(frozen=True)
+class _Links:
+    link_bandwidth: float | None
+    link_latency: float
+    domain_size: int | None
+    scaleout_bandwidth: float | None
+    scaleout_latency: float
+    package_size: int
+    package_bandwidth: float | None
+    package_latency: float | None
+
+
+def _read_interconnect(raw: dict[str, Any], r: _Reader) -> _Links:
+    ic = _table(raw, "interconnect", r)
+    r.unknown_keys(ic, INTERCONNECT_KEYS, "interconnect")
+    domain = r.whole(ic.get("domain_size"), "interconnect.domain_size")
+    package: int | None = 1
+    if ic.get("package_size") is not None:
+        package = r.whole(ic["package_size"], "interconnect.package_size")
+    pkg_bw = pkg_lat = None
+    if package is not None and package > 1:
+        if ic.get("package_bandwidth") is None:
+            r.problems.append(f"{r.where}: interconnect.package_size = {package} needs "
+                              f"interconnect.package_bandwidth (in-package link, per direction)")
+        else:
+            pkg_bw = r.num(ic["package_bandwidth"], "bandwidth", "interconnect.package_bandwidth")
+        pkg_lat = r.with_default(ic.get("package_latency"), "time", "interconnect.package_latency",
+                                 "link_latency")
+        if domain is not None and domain % package:
+            r.problems.append(f"{r.where}: interconnect.package_size = {package} does not divide "
+                              f"domain_size = {domain} (domain_size counts devices as the OS sees "
+                              f"them, in whole packages of package_size devices)")
+    elif package == 1:
+        for key in ("package_bandwidth", "package_latency"):
+            if key in ic:
+                r.problems.append(f"{r.where}: interconnect.{key} is set but package_size is 1 "
+                                  f"(one device per package): set package_size or remove {key}")
+    return _Links(
+        link_bandwidth=r.num(ic.get("link_bandwidth"), "bandwidth", "interconnect.link_bandwidth"),
+        link_latency=r.with_default(ic.get("link_latency"), "time", "interconnect.link_latency",
+                                    "link_latency"),
+        domain_size=domain,
+        scaleout_bandwidth=r.num(ic.get("scaleout_bandwidth"), "bandwidth",
+                                 "interconnect.scaleout_bandwidth"),
+        scaleout_latency=r.with_default(ic.get("scaleout_latency"), "time",
+                                        "interconnect.scaleout_latency", "scaleout_latency"),
+        package_size=package or 1, package_bandwidth=pkg_bw, package_latency=pkg_lat)
+
+
+def _read_power(raw: dict[str, Any], r: _Reader) -> tuple[float | None, float | None, float | None]:
+    """``(tdp, idle, host_power)`` [W]: the device's own power and its attributed host share."""
+    power = _table(raw, "power", r)
+    r.unknown_keys(power, POWER_KEYS, "power")
+    tdp = r.num(power.get("tdp"), "power", "power.tdp")
+    idle = r.share_of_tdp(power.get("idle"), "power.idle", tdp, "idle_fraction", "idle fraction")
+    host = r.share_of_tdp(power.get("host_power"), "power.host_power", tdp, "host_power_fraction",
+                          "host power fraction")
+    if tdp is not None and idle is not None and idle > tdp:
+        r.problems.append(f"{r.where}: power.idle ({idle} W) exceeds power.tdp ({tdp} W)")
+    return tdp, idle, host
+
+
+def _read_by_dtype(table: Any, peaks: dict[str, float], r: _Reader) -> dict[str, float]:
+    key = f"efficiency.{BY_DTYPE}"
+    if not isinstance(table, dict):
+        r.problems.append(f"{r.where}: {key} must be a table of sourced fractions per compute "
+                          f"dtype, e.g. bf16 = {{ value = 0.5, source = \"...\" }}")
+        return {}
+    out: dict[str, float] = {}
+    for dtype, entry in table.items():
+        if dtype not in COMPUTE_DTYPES:
+            r.problems.append(f"{r.where}: {key}.{dtype}: unknown compute dtype"
+                              f"{suggest(dtype, COMPUTE_DTYPES)}")
+            continue
+        v = r.fraction(entry, f"{key}.{dtype}")
+        if v is None:
+            continue
+        if peaks and dtype not in peaks:
+            r.problems.append(f"{r.where}: {key}.{dtype}: the device has no peak_flops.{dtype} "
+                              f"(add the peak or remove the efficiency)")
+            continue
+        out[dtype] = v
+    return out
+
+
+def _calibration_for(dev_id: str, cls: str) -> tuple[str, dict[str, Any]]:
+    """The overlay's fitted values for a device (its own entry, else its class's) and a label."""
+    cal = calibration_overlay().get("device", {}).get(dev_id, {})
+    if cal:
+        return "calibrated (device)", cal
+    return f"calibrated (class {cls})", calibration_overlay().get("class", {}).get(cls, {})
+
+
+def _read_efficiency(raw: dict[str, Any], r: _Reader, peaks: dict[str, float],
+                     calibrated: bool) -> Efficiency:
+    """Class default, then the device file's ``[efficiency]``, then the calibration overlay."""
+    over = _table(raw, "efficiency", r)
+    r.unknown_keys(over, (*EFFICIENCY_FIELDS, BY_DTYPE), "efficiency")
+    values: dict[str, float] = {}
+    origin: dict[str, str] = {}
+    for name, (dim, _, _) in EFFICIENCY_FIELDS.items():
+        values[name] = r.defaults[name].value
+        origin[name] = f"class default ({r.cls})"
+        if name in over:
+            v = r.num(over[name], dim, f"efficiency.{name}", positive=False)
+            if v is not None:
+                values[name] = v
+                origin[name] = "catalog"
+    by_dtype = _read_by_dtype(over[BY_DTYPE], peaks, r) if BY_DTYPE in over else {}
+    origin.update({f"flops_efficiency.{d}": "catalog" for d in by_dtype})
+    if calibrated:
+        label, cal = _calibration_for(str(raw.get("id", "")), r.cls)
+        for name, v in cal.items():
+            if name in EFFICIENCY_FIELDS and isinstance(v, (int, float)):
+                values[name] = float(v)
+                origin[name] = label
+    for name, (_, lo, hi) in EFFICIENCY_FIELDS.items():
+        if not (lo < values[name] <= hi) and not (values[name] < 0 and origin[name] == "catalog"):
+            r.problems.append(f"{r.where}: efficiency.{name} = {values[name]} outside ({lo}, {hi}]")
+    return Efficiency(**values, flops_efficiency_by_dtype=by_dtype, origin=origin)
 
 
 def parse_device(raw: dict[str, Any], where: str, *, calibrated: bool = True) -> Device:
     """Build a :class:`Device` from a parsed TOML table; raise one SpecError with every problem."""
-    problems: list[str] = []
-    sources: dict[str, Sourced] = {}
-
-    def num(entry: Any, dim: str, key: str, positive: bool = True) -> float | None:
-        s = read_sourced(entry, dim, f"{where}: {key}", problems, positive=positive)
-        if s is not None:
-            sources[key] = s
-            return s.value
-        return None
-
-    for key in ("id", "name", "class"):
-        if not isinstance(raw.get(key), str) or not raw.get(key):
-            problems.append(f"{where}: missing text field '{key}'")
-    cls = raw.get("class", "")
-    if isinstance(cls, str) and cls and cls not in CLASSES:
-        problems.append(f"{where}: unknown class {cls!r}{suggest(cls, CLASSES)}")
-    defaults = class_defaults().get(cls, class_defaults()["gpu"])
-
-    year = num(raw.get("release_year"), "count", "release_year") if "release_year" in raw else None
-    if year is None and "release_year" not in raw:
-        problems.append(f"{where}: missing release_year")
-
-    peaks: dict[str, float] = {}
-    pf = raw.get("peak_flops", {})
-    if not isinstance(pf, dict) or not pf:
-        problems.append(f"{where}: missing [peak_flops] table (dense FLOP/s per compute dtype)")
-        pf = {}
-    for dtype, entry in pf.items():
-        if dtype not in COMPUTE_DTYPES:
-            problems.append(f"{where}: peak_flops.{dtype}: unknown compute dtype"
-                            f"{suggest(dtype, COMPUTE_DTYPES)}")
-            continue
-        v = num(entry, "flops", f"peak_flops.{dtype}")
-        if v is not None:
-            peaks[dtype] = v
-    if pf and not ({"bf16", "fp16"} & set(peaks)):
-        problems.append(f"{where}: peak_flops needs a 16-bit float figure (bf16 or fp16)")
-
-    eff_over = raw.get("efficiency", {}) or {}
-    bw_eff_default = defaults["bandwidth_efficiency"].value
-
-    def tier(entry: Any, key: str) -> MemoryTier | None:
-        if not isinstance(entry, dict):
-            problems.append(f"{where}: {key}: expected a table")
-            return None
-        kind = entry.get("kind", "dram")
-        if kind not in TIER_KINDS:
-            problems.append(f"{where}: {key}.kind = {kind!r}: must be one of {TIER_KINDS}")
-        cap = num(entry.get("capacity"), "bytes", f"{key}.capacity")
-        bw = num(entry.get("bandwidth"), "bandwidth", f"{key}.bandwidth")
-        eff = bw_eff_default
-        if "bandwidth_efficiency" in entry:
-            e = num(entry["bandwidth_efficiency"], "fraction", f"{key}.bandwidth_efficiency")
-            eff = e if e is not None else eff
-        if cap is None or bw is None:
-            return None
-        return MemoryTier(str(entry.get("name", kind)), str(kind), cap, bw, eff)
-
-    tiers_raw = raw.get("memory_tiers", [])
-    if not isinstance(tiers_raw, list) or not tiers_raw:
-        problems.append(f"{where}: needs at least one [[memory_tiers]] entry")
-        tiers_raw = []
-    if len(tiers_raw) > MAX_TIERS:
-        problems.append(f"{where}: at most {MAX_TIERS} memory tiers are supported, got "
-                        f"{len(tiers_raw)}")
-    tiers = tuple(t for i, e in enumerate(tiers_raw) if (t := tier(e, f"memory_tiers[{i}]")))
-    host = tier(raw["host_tier"], "host_tier") if raw.get("host_tier") else None
-
-    ic = raw.get("interconnect", {}) or {}
-    link_bw = num(ic.get("link_bandwidth"), "bandwidth", "interconnect.link_bandwidth")
-    domain = num(ic.get("domain_size"), "count", "interconnect.domain_size")
-    so_bw = num(ic.get("scaleout_bandwidth"), "bandwidth", "interconnect.scaleout_bandwidth")
-
-    def with_default(entry: Any, dim: str, key: str, default: Sourced) -> float:
-        if entry is None:
-            sources[key] = Sourced(default.value, f"class default for {cls}: {default.source}",
-                                   estimate=True, rule=f"unpublished; class default for '{cls}'")
-            return default.value
-        v = num(entry, dim, key, positive=False)
-        return default.value if v is None else v
-
-    link_lat = with_default(ic.get("link_latency"), "time", "interconnect.link_latency",
-                            defaults["link_latency"])
-    so_lat = with_default(ic.get("scaleout_latency"), "time", "interconnect.scaleout_latency",
-                          defaults["scaleout_latency"])
-    power = raw.get("power", {}) or {}
-    tdp = num(power.get("tdp"), "power", "power.tdp")
-    if power.get("idle") is None and tdp is not None:
-        frac = defaults["idle_fraction"]
-        idle = frac.value * tdp
-        sources["power.idle"] = Sourced(idle, f"class default idle fraction {frac.value} x TDP: "
-                                        f"{frac.source}", estimate=True,
-                                        rule="unpublished; idle_fraction x tdp")
-    else:
-        idle = num(power.get("idle"), "power", "power.idle", positive=False)
-    if tdp is not None and idle is not None and idle > tdp:
-        problems.append(f"{where}: power.idle ({idle} W) exceeds power.tdp ({tdp} W)")
-
-    # efficiency: class default, then catalog override, then calibration overlay
-    eff_values: dict[str, float] = {}
-    origin: dict[str, str] = {}
-    for name in EFFICIENCY_FIELDS:
-        eff_values[name] = defaults[name].value
-        origin[name] = f"class default ({cls})"
-        if name in eff_over:
-            v = num(eff_over[name], EFFICIENCY_FIELDS[name][0], f"efficiency.{name}",
-                    positive=False)
-            if v is not None:
-                eff_values[name] = v
-                origin[name] = "catalog"
-    dev_id = str(raw.get("id", ""))
-    if calibrated:
-        cal = calibration_overlay().get("device", {}).get(dev_id, {})
-        if not cal:
-            cal = calibration_overlay().get("class", {}).get(cls, {})
-            label = f"calibrated (class {cls})"
-        else:
-            label = "calibrated (device)"
-        for name, v in cal.items():
-            if name in EFFICIENCY_FIELDS and isinstance(v, (int, float)):
-                eff_values[name] = float(v)
-                origin[name] = label
-    for name, (_, lo, hi) in EFFICIENCY_FIELDS.items():
-        if not (lo < eff_values[name] <= hi):
-            problems.append(f"{where}: efficiency.{name} = {eff_values[name]} outside ({lo}, {hi}]")
-    if "bandwidth_efficiency" in origin and origin["bandwidth_efficiency"] != f"class default ({cls})":
-        tiers = tuple(dataclasses.replace(t, efficiency=eff_values["bandwidth_efficiency"])
-                      for t in tiers)
+    r = _Reader(where)
+    year = _read_identity(raw, r)
+    peaks = _read_peaks(raw, r)
+    tiers, host = _read_tiers(raw, r)
+    links = _read_interconnect(raw, r)
+    tdp, idle, host_power = _read_power(raw, r)
+    eff = _read_efficiency(raw, r, peaks, calibrated)
+    if eff.origin["bandwidth_efficiency"] != f"class default ({r.cls})":
+        tiers = tuple(dataclasses.replace(t, efficiency=eff.bandwidth_efficiency) for t in tiers)
         if host is not None:
-            host = dataclasses.replace(host, efficiency=eff_values["bandwidth_efficiency"])
-
-    if problems:
-        raise SpecError(problems, f"hardware {where}")
-    assert tdp is not None and idle is not None and link_bw is not None
-    assert domain is not None and so_bw is not None and year is not None
+            host = dataclasses.replace(host, efficiency=eff.bandwidth_efficiency)
+    if r.problems:
+        raise SpecError(r.problems, f"hardware {where}")
+    assert tdp is not None and idle is not None and host_power is not None and year is not None
+    assert links.link_bandwidth is not None and links.domain_size is not None
+    assert links.scaleout_bandwidth is not None
     return Device(
-        id=dev_id, name=str(raw["name"]), vendor=str(raw.get("vendor", "")), cls=cls,
-        release_year=int(year), peak_flops=peaks, tiers=tiers, host=host,
-        link_bandwidth=link_bw, link_latency=link_lat, domain_size=int(domain),
-        scaleout_bandwidth=so_bw, scaleout_latency=so_lat, tdp=tdp, idle=idle,
-        efficiency=Efficiency(**eff_values, origin=origin), sources=sources,
-        notes=tuple(str(n) for n in raw.get("notes", [])),
-        caches=tuple(raw.get("caches", [])),
+        id=str(raw.get("id", "")), name=str(raw["name"]), vendor=str(raw.get("vendor", "")),
+        cls=r.cls, release_year=year, peak_flops=peaks, tiers=tiers, host=host,
+        link_bandwidth=links.link_bandwidth, link_latency=links.link_latency,
+        domain_size=links.domain_size, scaleout_bandwidth=links.scaleout_bandwidth,
+        scaleout_latency=links.scaleout_latency, tdp=tdp, idle=idle, efficiency=eff,
+        sources=r.sources, notes=tuple(str(n) for n in raw.get("notes", [])),
+        caches=tuple(raw.get("caches", [])), host_power=host_power,
+        package_size=links.package_size, package_bandwidth=links.package_bandwidth,
+        package_latency=links.package_latency,
     )
 
 
@@ -405,83 +589,122 @@ OVERRIDE_KEYS: dict[str, tuple[str, str]] = {
     "link_bandwidth": ("bandwidth", "scale-up link bandwidth per direction"),
     "link_latency": ("time", "scale-up link latency"),
     "domain_size": ("count", "devices in one scale-up domain"),
+    "package_size": ("count", "devices per package (must divide domain_size)"),
+    "package_bandwidth": ("bandwidth", "in-package link bandwidth per direction"),
+    "package_latency": ("time", "in-package link latency"),
     "scaleout_bandwidth": ("bandwidth", "scale-out bandwidth per direction"),
-    "tdp": ("power", "thermal design power"),
+    "tdp": ("power", "the device's own board/module power"),
     "idle": ("power", "idle power"),
+    "host_power": ("power", "host and system overhead attributed to one device"),
     **{f"efficiency.{k}": (v[0], f"efficiency parameter {k}") for k, v in EFFICIENCY_FIELDS.items()},
+    **{f"efficiency.flops_efficiency.{d}": ("fraction", f"achievable fraction of the dense {d} peak")
+       for d in COMPUTE_DTYPES},
 }
+
+
+def _override_tier(tiers: list[MemoryTier], kind: str, attr: str, value: float, base: Device,
+                   new_id: str, problems: list[str]) -> None:
+    idx = next((i for i, t in enumerate(tiers) if t.kind == kind), None)
+    if idx is None:
+        if kind != "sram":
+            problems.append(f"{new_id}: base {base.id!r} has no {kind} tier to override")
+            return
+        tiers.insert(0, MemoryTier("SRAM (hypothetical)", "sram", 0.0, 0.0,
+                                   base.efficiency.bandwidth_efficiency))
+        idx = 0
+    tiers[idx] = dataclasses.replace(tiers[idx], **{attr: value})
+
+
+def _check_derived(dev: Device, new_id: str, problems: list[str]) -> None:
+    """Consistency of a derived device (tiers, power, package, efficiencies)."""
+    for t in dev.tiers:
+        if not (t.capacity > 0 and t.bandwidth > 0):
+            problems.append(f"{new_id}: tier {t.name!r} needs both capacity and bandwidth > 0 "
+                            f"(set both sram_capacity and sram_bandwidth)")
+    if dev.host is not None and not (dev.host.capacity > 0 and dev.host.bandwidth > 0):
+        problems.append(f"{new_id}: host tier needs host_capacity and host_bandwidth > 0")
+    if len(dev.tiers) > MAX_TIERS:
+        problems.append(f"{new_id}: adding an SRAM tier exceeds {MAX_TIERS} tiers")
+    if dev.idle > dev.tdp:
+        problems.append(f"{new_id}: idle power {dev.idle:g} W exceeds tdp {dev.tdp:g} W (set both tdp "
+                        f"and idle)")
+    if dev.domain_size % dev.package_size:
+        problems.append(f"{new_id}: package_size {dev.package_size} does not divide domain_size "
+                        f"{dev.domain_size} (set both)")
+    if dev.package_size > 1 and dev.package_bandwidth is None:
+        problems.append(f"{new_id}: package_size {dev.package_size} needs package_bandwidth")
+    e = dev.efficiency
+    for k, (_, lo, hi) in EFFICIENCY_FIELDS.items():
+        if not (lo < getattr(e, k) <= hi):
+            problems.append(f"{new_id}: efficiency.{k} = {getattr(e, k)} outside ({lo}, {hi}]")
+    for d, v in e.flops_efficiency_by_dtype.items():
+        if not 0 < v <= 1:
+            problems.append(f"{new_id}: efficiency.flops_efficiency.{d} = {v} outside (0, 1]")
+        if d not in dev.peak_flops:
+            problems.append(f"{new_id}: efficiency.flops_efficiency.{d}: the device has no "
+                            f"peak_flops.{d} (set it too)")
 
 
 def derive_device(base: Device, new_id: str, overrides: dict[str, float],
                   name: str | None = None) -> Device:
-    """A hypothetical device: ``base`` with fields replaced by ``overrides`` (SI values)."""
+    """A hypothetical device: ``base`` with fields replaced by ``overrides`` (SI values).
+
+    ``efficiency.flops_efficiency`` changes the achievable fraction of every compute dtype without
+    a per-dtype value; ``efficiency.flops_efficiency.<dtype>`` sets (or adds) the one of ``dtype``.
+    """
     problems: list[str] = []
     peaks = dict(base.peak_flops)
     tiers = list(base.tiers)
     host = base.host
     changes: dict[str, Any] = {}
     eff = {k: getattr(base.efficiency, k) for k in EFFICIENCY_FIELDS}
-
-    def set_tier(kind: str, attr: str, value: float) -> None:
-        idx = next((i for i, t in enumerate(tiers) if t.kind == kind), None)
-        if idx is None:
-            if kind == "sram":
-                new = MemoryTier("SRAM (hypothetical)", "sram", 0.0, 0.0,
-                                 base.efficiency.bandwidth_efficiency)
-                tiers.insert(0, new)
-                idx = 0
-            else:
-                problems.append(f"{new_id}: base {base.id!r} has no {kind} tier to override")
-                return
-        tiers[idx] = dataclasses.replace(tiers[idx], **{attr: value})
+    by_dtype = dict(base.efficiency.flops_efficiency_by_dtype)
 
     for key, value in overrides.items():
         _ = OVERRIDE_KEYS[key]  # validated by the caller
-        if key.startswith("peak_flops."):
-            peaks[key.split(".", 1)[1]] = value
-        elif key.startswith("efficiency."):
-            eff[key.split(".", 1)[1]] = value
+        head, _, tail = key.partition(".")
+        if head == "peak_flops":
+            peaks[tail] = value
+        elif head == "efficiency" and tail.startswith("flops_efficiency."):
+            by_dtype[tail.split(".", 1)[1]] = value
+        elif head == "efficiency":
+            eff[tail] = value
         elif key in ("sram_capacity", "sram_bandwidth"):
-            set_tier("sram", key.split("_")[1], value)
+            _override_tier(tiers, "sram", key.split("_")[1], value, base, new_id, problems)
         elif key in ("dram_capacity", "dram_bandwidth", "hbm_capacity", "hbm_bandwidth"):
-            set_tier("dram", key.split("_")[1], value)
+            _override_tier(tiers, "dram", key.split("_")[1], value, base, new_id, problems)
         elif key in ("host_capacity", "host_bandwidth"):
             if host is None:
                 host = MemoryTier("host (hypothetical)", "dram", 0.0, 0.0,
                                   base.efficiency.bandwidth_efficiency)
             host = dataclasses.replace(host, **{key.split("_")[1]: value})
-        elif key == "domain_size":
+        elif key in ("domain_size", "package_size"):
             changes[key] = int(value)
         else:
             changes[key] = value
-    for t in tiers:
-        if not (t.capacity > 0 and t.bandwidth > 0):
-            problems.append(f"{new_id}: tier {t.name!r} needs both capacity and bandwidth > 0 "
-                            f"(set both sram_capacity and sram_bandwidth)")
-    if host is not None and not (host.capacity > 0 and host.bandwidth > 0):
-        problems.append(f"{new_id}: host tier needs host_capacity and host_bandwidth > 0")
-    for k, (_, lo, hi) in EFFICIENCY_FIELDS.items():
-        if not (lo < eff[k] <= hi):
-            problems.append(f"{new_id}: efficiency.{k} = {eff[k]} outside ({lo}, {hi}]")
     if "efficiency.bandwidth_efficiency" in overrides:
         tiers = [dataclasses.replace(t, efficiency=eff["bandwidth_efficiency"]) for t in tiers]
         if host is not None:
             host = dataclasses.replace(host, efficiency=eff["bandwidth_efficiency"])
-    if len(tiers) > MAX_TIERS:
-        problems.append(f"{new_id}: adding an SRAM tier exceeds {MAX_TIERS} tiers")
-    tdp, idle = changes.get("tdp", base.tdp), changes.get("idle", base.idle)
-    if idle > tdp:
-        problems.append(f"{new_id}: idle power {idle:g} W exceeds tdp {tdp:g} W (set both tdp "
-                        f"and idle)")
-    if problems:
-        raise SpecError(problems, "hypothetical device")
     origin = dict(base.efficiency.origin)
     origin.update({k.split(".", 1)[1]: "hypothetical override" for k in overrides
                    if k.startswith("efficiency.")})
-    return dataclasses.replace(
+    if changes.get("package_size", base.package_size) > 1 and "package_latency" not in changes \
+            and base.package_latency is None:
+        changes["package_latency"] = base.link_latency
+    derived = dataclasses.replace(
         base, id=new_id, name=name or f"{base.name} (hypothetical)", peak_flops=peaks,
-        tiers=tuple(tiers), host=host, efficiency=Efficiency(**eff, origin=origin),
+        tiers=tuple(tiers), host=host,
+        efficiency=Efficiency(**eff, flops_efficiency_by_dtype=by_dtype, origin=origin),
         base=base.base or base.id, overrides={**base.overrides, **overrides}, **changes)
+    _check_derived(derived, new_id, problems)
+    for key in ("package_bandwidth", "package_latency"):
+        if key in overrides and derived.package_size == 1:
+            problems.append(f"{new_id}: {key} needs package_size > 1 (one device per package has "
+                            f"no in-package link; set package_size too)")
+    if problems:
+        raise SpecError(problems, "hypothetical device")
+    return derived
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,40 +1,43 @@
 """Hardware catalog (grids.hardware, grids/data/hardware/*.toml, grids/data/classes.toml).
 
 Every catalog number is dense (no 2:4-sparsity headline figures), in SI base units, and carries a
-source; estimates carry the rule used. Several values are pinned against the dense columns of
-``shared/reference/accelerators.csv`` with the units converted (TB/s -> B/s, GB -> B).
+source; estimates carry the rule used. Several values are pinned against the dense columns of the
+project's accelerator reference table (``accelerators.csv``; its values are copied below, whole
+packages, SI units, so the tests read only files inside the repository), others against the
+published figures they are derived from.
 """
 
 from __future__ import annotations
 
-import csv
-import re
+import copy
 import tomllib
-from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from grids.errors import SpecError
 from grids.hardware import (
     CLASS_FIELDS,
     CLASSES,
     COMPUTE_DTYPES,
+    OVERRIDE_KEYS,
     catalog_hash,
     catalog_ids,
     class_defaults,
+    derive_device,
     hardware_dir,
     load_catalog,
     load_device,
     parse_device,
 )
 
-REPO = Path(__file__).resolve().parents[1]
-ACCELERATORS_CSV = REPO.parent / "shared" / "reference" / "accelerators.csv"
-
 REQUIRED_IDS = {
     "a100-sxm-80g", "h100-sxm", "h200-sxm", "gh200", "b200", "gb200", "mi250x", "mi300x", "mi325x",
     "mi355x", "gaudi2", "gaudi3", "max1550", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7",
     "inferentia2", "trainium2", "cs-3", "sn40l", "groq-lpu", "gc200", "mtia-v2", "maia-100",
+    # ids used by published measurements
+    "a100-sxm-40g", "h100-pcie", "h100-nvl", "l40s", "rtx-pro-6000", "mi250", "trainium1",
 }
 
 
@@ -52,7 +55,7 @@ def raw_toml(dev_id: str) -> dict:
 
 
 def test_required_devices_present(catalog):
-    assert len(catalog) >= 25
+    assert len(catalog) >= 32
     missing = REQUIRED_IDS - set(catalog)
     assert not missing, f"catalog lacks {sorted(missing)}"
     assert set(catalog_ids()) == set(catalog)
@@ -105,7 +108,11 @@ def test_every_loaded_number_has_a_source(catalog):
     for dev in catalog.values():
         expected = {"release_year", "interconnect.link_bandwidth", "interconnect.link_latency",
                     "interconnect.domain_size", "interconnect.scaleout_bandwidth",
-                    "interconnect.scaleout_latency", "power.tdp", "power.idle"}
+                    "interconnect.scaleout_latency", "power.tdp", "power.idle", "power.host_power"}
+        if dev.package_size > 1:
+            expected |= {f"interconnect.package_{k}" for k in ("size", "bandwidth", "latency")}
+        expected |= {f"efficiency.flops_efficiency_by_dtype.{d}"
+                     for d in dev.efficiency.flops_efficiency_by_dtype}
         expected |= {f"peak_flops.{d}" for d in dev.peak_flops}
         for i in range(len(dev.tiers)):
             expected |= {f"memory_tiers[{i}].capacity", f"memory_tiers[{i}].bandwidth"}
@@ -130,23 +137,33 @@ def test_sanity_of_every_device(catalog):
             assert dev.host.bandwidth <= bws[-1], f"{dev.id}: host tier faster than device tiers"
         assert all(t.capacity > 0 and t.bandwidth > 0 for t in dev.tiers), dev.id
         assert 0 <= dev.idle <= dev.tdp, dev.id
+        assert dev.host_power >= 0 and dev.system_power == dev.tdp + dev.host_power, dev.id
         assert dev.link_bandwidth > 0 and dev.scaleout_bandwidth > 0 and dev.domain_size >= 1
+        assert dev.package_size >= 1 and dev.domain_size % dev.package_size == 0, dev.id
+        if dev.package_size > 1:
+            assert dev.package_bandwidth > 0 and dev.package_latency >= 0, dev.id
+        else:
+            assert dev.package_bandwidth is None and dev.package_latency is None, dev.id
         assert 2015 <= dev.release_year <= 2030
         e = dev.efficiency
         assert 0 < e.flops_efficiency <= 1 and 0 < e.bandwidth_efficiency <= 1
         assert 0 < e.capacity_fraction <= 1 and e.layer_overhead >= 0 and e.jitter >= 0
+        for d, v in e.flops_efficiency_by_dtype.items():
+            assert 0 < v <= 1 and d in dev.peak_flops, (dev.id, d)
 
 
 def test_no_sparse_figures(catalog):
     """Dense peaks: fp8 at most 2x, int8 and 4-bit at most 4x (Groq publishes 750 TOPS int8 vs
-    188 TFLOPS fp16) the 16-bit rate, tf32 and fp32 at most the 16-bit rate."""
+    188 TFLOPS fp16) the 16-bit rate, tf32 and fp32 at most the 16-bit rate. Tolerance 2%: vendor
+    tables compute some dtypes at slightly different clocks (NVIDIA L40S: BF16 362.05, FP8 733
+    TFLOPS dense, 2.025x); a with-sparsity figure would be 2x off."""
     for dev in catalog.values():
         p16 = max(dev.peak_flops.get("bf16", 0), dev.peak_flops.get("fp16", 0))
         pf = dev.peak_flops
         for d, ratio in (("fp8", 2), ("int8", 4), ("fp4", 4), ("int4", 4), ("tf32", 1),
                          ("fp32", 1)):
             if d in pf:
-                assert pf[d] <= ratio * p16 * 1.001, f"{dev.id} {d} looks sparse"
+                assert pf[d] <= ratio * p16 * 1.02, f"{dev.id} {d} looks sparse"
 
 
 def test_pinned_si_values(catalog):
@@ -170,120 +187,188 @@ def test_pinned_si_values(catalog):
     assert len(catalog["sn40l"].tiers) == 3
 
 
-# --- pins against shared/reference/accelerators.csv (dense columns, units converted) ---------
+# --- pins against the accelerator reference table (dense columns, whole packages) ------------
 
-CSV_ROW = {  # catalog id -> start of the CSV 'accelerator' cell
-    "a100-sxm-80g": "NVIDIA A100 80GB SXM", "h100-sxm": "NVIDIA H100 SXM",
-    "h200-sxm": "NVIDIA H200 SXM", "gh200": "NVIDIA GH200", "b200": "NVIDIA B200",
-    "gb200": "NVIDIA GB200", "mi250x": "AMD Instinct MI250X", "mi300x": "AMD Instinct MI300X",
-    "mi325x": "AMD Instinct MI325X", "mi355x": "AMD Instinct MI355X", "gaudi2": "Intel Gaudi 2",
-    "gaudi3": "Intel Gaudi 3", "max1550": "Intel Data Center GPU Max 1550",
-    "tpu-v5e": "Google TPU v5e", "tpu-v5p": "Google TPU v5p", "tpu-v6e": "Google TPU v6e",
-    "tpu-v7": "Google TPU7x", "inferentia2": "AWS Inferentia2", "trainium2": "AWS Trainium2",
-    "cs-3": "Cerebras WSE-3", "sn40l": "SambaNova SN40L", "groq-lpu": "Groq LPU",
-    "gc200": "Graphcore GC200", "mtia-v2": "Meta MTIA v2", "maia-100": "Microsoft Maia 100",
+T, G, GiB = 1e12, 1e9, 2.0**30
+#: dense values of accelerators.csv per catalog id, whole packages, SI units. Left out on purpose:
+#: MI250X fp32 (vector/matrix pair), TPU v5p memory ("95 GB" in the table, 95 GiB in Google's
+#: doc), Inferentia2 bandwidth (0.82 TB/s for 820 GiB/s), CS-3 compute (sparse only), and the
+#: CSV's rounded MI325X compute (checked within 1% below).
+REFERENCE = {
+    "a100-sxm-80g": {"fp32": 19.5 * T, "tf32": 156 * T, "bf16": 312 * T, "fp16": 312 * T,
+                     "int8": 624 * T, "mem": 80 * G, "bw": 2.039 * T, "tdp": 400},
+    "h100-sxm": {"fp32": 66.9 * T, "tf32": 494.7 * T, "bf16": 989.4 * T, "fp16": 989.4 * T,
+                 "fp8": 1978.9 * T, "int8": 1978.9 * T, "mem": 80 * G, "bw": 3.35 * T, "tdp": 700},
+    "h200-sxm": {"fp32": 66.9 * T, "tf32": 494.7 * T, "bf16": 989.4 * T, "fp8": 1978.9 * T,
+                 "int8": 1978.9 * T, "mem": 141 * G, "bw": 4.8 * T, "tdp": 700},
+    "gh200": {"bf16": 989.4 * T, "fp8": 1978.9 * T, "int8": 1978.9 * T, "mem": 96 * G,
+              "bw": 4.0 * T},
+    "b200": {"tf32": 1100 * T, "bf16": 2250 * T, "fp8": 4500 * T, "int8": 4500 * T,
+             "mem": 180 * G, "bw": 8 * T, "tdp": 1000},
+    "gb200": {"fp32": 90 * T, "tf32": 1250 * T, "bf16": 2500 * T, "fp8": 5000 * T,
+              "int8": 5000 * T, "mem": 186 * G, "bw": 8 * T},
+    "mi250x": {"bf16": 383 * T, "int8": 383 * T, "mem": 128 * G, "bw": 3.2 * T, "tdp": 560},
+    "mi300x": {"fp32": 163.4 * T, "tf32": 653.7 * T, "bf16": 1307.4 * T, "fp16": 1307.4 * T,
+               "fp8": 2614.9 * T, "int8": 2614.9 * T, "mem": 192 * G, "bw": 5.3 * T, "tdp": 750},
+    "mi325x": {"mem": 256 * G, "bw": 6.0 * T},
+    "mi355x": {"fp32": 157.3 * T, "bf16": 2500 * T, "fp8": 5000 * T, "int8": 5000 * T,
+               "mem": 288 * G, "bw": 8.0 * T, "tdp": 1400},
+    "gaudi2": {"bf16": 432 * T, "mem": 96 * G, "bw": 2.46 * T, "tdp": 600},
+    "gaudi3": {"bf16": 1835 * T, "fp8": 1835 * T, "mem": 128 * G, "bw": 3.67 * T, "tdp": 900,
+               "sram": 96e6, "sram_bw": 12.8 * T},
+    "max1550": {"fp32": 52.4 * T, "mem": 128 * G, "bw": 3.2768 * T, "tdp": 600},
+    "tpu-v5e": {"bf16": 197 * T, "int8": 393 * T, "mem": 16 * G, "bw": 0.819 * T},
+    "tpu-v5p": {"bf16": 459 * T, "bw": 2.765 * T},
+    "tpu-v6e": {"bf16": 918 * T, "int8": 1836 * T, "mem": 32 * G, "bw": 1.638 * T},
+    "tpu-v7": {"bf16": 2307 * T, "fp8": 4614 * T, "mem": 192 * GiB, "bw": 7.37 * T},
+    "inferentia2": {"fp32": 47.5 * T, "tf32": 190 * T, "bf16": 190 * T, "int8": 380 * T,
+                    "mem": 32 * GiB},
+    "trainium2": {"fp32": 181 * T, "tf32": 667 * T, "bf16": 667 * T, "fp8": 1299 * T,
+                  "mem": 96 * GiB, "bw": 2.9 * T},
+    "cs-3": {"sram": 44 * G, "sram_bw": 21e15},
+    "sn40l": {"bf16": 638 * T, "mem": 64 * G, "sram": 520e6},
+    "groq-lpu": {"fp16": 188 * T, "int8": 750 * T, "tdp": 300, "sram": 230e6, "sram_bw": 80 * T},
+    "gc200": {"fp16": 250 * T, "sram": 900e6},
+    "mtia-v2": {"bf16": 177 * T, "int8": 354 * T, "mem": 128 * G, "tdp": 90, "sram": 256e6},
+    "maia-100": {"bf16": 800 * T, "mem": 64 * G, "bw": 1.8 * T, "tdp": 700},
 }
-FLOP_COLS = {"fp32": "fp32_tflops", "tf32": "tf32_tflops_dense", "bf16": "bf16_fp16_tflops_dense",
-             "fp16": "bf16_fp16_tflops_dense", "fp8": "fp8_tflops_dense",
-             "int8": "int8_tops_dense"}
-# (device, catalog field) pairs whose CSV cell is an unambiguous dense figure. Left out on purpose:
-# MI250X fp32 (vector/matrix pair), MI325X compute (CSV rounds to 1300 / 2610), TPU v5p memory
-# ("95 GB" in the CSV, 95 GiB in Google's doc), Inferentia2 bandwidth (CSV 0.82 TB/s for
-# 820 GiB/s), CS-3 compute (sparse only; the catalog's dense value is an estimate).
-PINS = {
-    "a100-sxm-80g": ["fp32", "tf32", "bf16", "fp16", "int8", "mem", "bw", "tdp"],
-    "h100-sxm": ["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "mem", "bw", "tdp"],
-    "h200-sxm": ["fp32", "tf32", "bf16", "fp8", "int8", "mem", "bw", "tdp"],
-    "gh200": ["bf16", "fp8", "int8", "mem", "bw"],
-    "b200": ["tf32", "bf16", "fp8", "int8", "mem", "bw", "tdp"],
-    "gb200": ["fp32", "tf32", "bf16", "fp8", "int8", "mem", "bw"],
-    "mi250x": ["bf16", "int8", "mem", "bw", "tdp"],
-    "mi300x": ["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "mem", "bw", "tdp"],
-    "mi325x": ["mem", "bw"],
-    "mi355x": ["fp32", "bf16", "fp8", "int8", "mem", "bw", "tdp"],
-    "gaudi2": ["bf16", "mem", "bw", "tdp"],
-    "gaudi3": ["bf16", "fp8", "mem", "bw", "tdp", "sram", "sram_bw"],
-    "max1550": ["fp32", "mem", "bw", "tdp"],
-    "tpu-v5e": ["bf16", "int8", "mem", "bw"],
-    "tpu-v5p": ["bf16", "bw"],
-    "tpu-v6e": ["bf16", "int8", "mem", "bw"],
-    "tpu-v7": ["bf16", "fp8", "mem", "bw"],
-    "inferentia2": ["fp32", "tf32", "bf16", "int8", "mem"],
-    "trainium2": ["fp32", "tf32", "bf16", "fp8", "mem", "bw"],
-    "cs-3": ["sram", "sram_bw"],
-    "sn40l": ["bf16", "mem", "sram"],
-    "groq-lpu": ["fp16", "int8", "tdp", "sram", "sram_bw"],
-    "gc200": ["fp16", "sram"],
-    "mtia-v2": ["bf16", "int8", "mem", "tdp", "sram"],
-    "maia-100": ["bf16", "mem", "bw", "tdp"],
-}
-UNIT = {"B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "GiB": 2.0**30, "MiB": 2.0**20,
-        "TB/s": 1e12, "PB/s": 1e15, "GB/s": 1e9}
 
 
-def _lead(cell: str) -> float:
-    m = re.match(r"\s*~?\s*([\d.]+)", cell)
-    assert m, f"no number in {cell!r}"
-    return float(m.group(1))
+def _catalog_value(dev, field: str) -> float:
+    if field in COMPUTE_DTYPES:
+        return dev.peak_flops[field]
+    if field == "tdp":
+        return dev.tdp
+    tier = dev.tier_of_kind("sram" if field.startswith("sram") else "dram")
+    return tier.bandwidth if field.endswith("bw") else tier.capacity
 
 
-def _with_unit(cell: str) -> float:
-    m = re.search(r"([\d.]+)\s*(GiB|MiB|GB|MB|TB/s|PB/s|GB/s|TB|KB)", cell)
-    assert m, f"no quantity in {cell!r}"
-    return float(m.group(1)) * UNIT[m.group(2)]
+@pytest.mark.parametrize("dev_id", sorted(REFERENCE))
+def test_pinned_against_reference_table(dev_id, catalog):
+    """The reference describes whole packages; a catalog device is one device as the OS sees it,
+    a package_size-th of the package (MI250X: one GCD, Max 1550: one stack)."""
+    dev = catalog[dev_id]
+    for field, package_value in REFERENCE[dev_id].items():
+        want = package_value / dev.package_size
+        assert _catalog_value(dev, field) == pytest.approx(want, rel=1e-9), (dev_id, field)
 
 
-@pytest.fixture(scope="module")
-def csv_rows():
-    if not ACCELERATORS_CSV.exists():
-        pytest.skip("shared/reference/accelerators.csv not beside the repo")
-    with open(ACCELERATORS_CSV, newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
-    out = {}
-    for dev_id, start in CSV_ROW.items():
-        match = [r for r in rows if r["accelerator"].startswith(start)]
-        assert len(match) == 1, f"{start!r} matches {len(match)} CSV rows"
-        out[dev_id] = match[0]
-    return out
+def test_mi325x_matches_reference_within_rounding(catalog):
+    dev = catalog["mi325x"]
+    assert dev.peak_flops["bf16"] == pytest.approx(1300 * T, rel=0.01)
+    assert dev.peak_flops["fp8"] == pytest.approx(2610 * T, rel=0.01)
 
 
-@pytest.mark.parametrize("dev_id", sorted(PINS))
-def test_pinned_against_accelerators_csv(dev_id, catalog, csv_rows):
-    dev, row = catalog[dev_id], csv_rows[dev_id]
-    dram = next(t for t in dev.tiers if t.kind == "dram") if "mem" in PINS[dev_id] else None
-    sram = dev.tier_of_kind("sram")
-    for field in PINS[dev_id]:
-        if field in FLOP_COLS:
-            got, want = dev.peak_flops[field], _lead(row[FLOP_COLS[field]]) * 1e12
-        elif field == "mem":
-            got, want = dram.capacity, _with_unit(row["device_memory"])
-        elif field == "bw":
-            got = next(t for t in dev.tiers if t.kind == "dram").bandwidth
-            want = _lead(row["device_memory_bw_TBps"]) * 1e12
-        elif field == "tdp":
-            got, want = dev.tdp, _lead(row["tdp_W"])
-        elif field == "sram":
-            got, want = sram.capacity, _with_unit(row["onchip_sram"])
-        else:  # sram_bw
-            got, want = sram.bandwidth, _with_unit(row["onchip_sram_bandwidth"])
-        assert got == pytest.approx(want, rel=1e-9), f"{dev_id} {field}: {got} != CSV {want}"
-
-
-def test_mi325x_matches_csv_within_rounding(catalog, csv_rows):
-    row, dev = csv_rows["mi325x"], catalog["mi325x"]
-    assert dev.peak_flops["bf16"] == pytest.approx(_lead(row["bf16_fp16_tflops_dense"]) * 1e12,
-                                                   rel=0.01)
-    assert dev.peak_flops["fp8"] == pytest.approx(_lead(row["fp8_tflops_dense"]) * 1e12, rel=0.01)
-
-
-def test_no_catalog_peak_is_a_csv_sparse_headline(catalog, csv_rows):
-    """The 'with sparsity' figures in the CSV notes (2x dense) never appear as a 16-bit peak."""
-    for dev_id, row in csv_rows.items():
-        dense = row["bf16_fp16_tflops_dense"]
-        if not re.match(r"\s*[\d.]+", dense):
+def test_no_catalog_peak_is_a_sparse_headline(catalog):
+    """The 'with sparsity' figures (2x dense) never appear as a 16-bit peak."""
+    for dev_id, ref in REFERENCE.items():
+        dense = ref.get("bf16", ref.get("fp16"))
+        if dense is None:
             continue
-        p16 = max(catalog[dev_id].peak_flops.get(d, 0.0) for d in ("bf16", "fp16"))
-        assert p16 < 1.5 * _lead(dense) * 1e12, dev_id
+        dev = catalog[dev_id]
+        p16 = max(dev.peak_flops.get(d, 0.0) for d in ("bf16", "fp16")) * dev.package_size
+        assert p16 < 1.5 * dense, dev_id
+
+
+# --- fixed values pinned to the published figures they are derived from ----------------------
+
+
+def test_cs3_dense_peak_is_derived_from_the_architecture(catalog):
+    """Cores x 8-wide FP16 SIMD x 2 FLOP/FMA x 0.85 GHz, not the 125 PF sparse headline / 2."""
+    cs3 = catalog["cs-3"]
+    derived = 900_000 * 8 * 2 * 0.85e9
+    for d in ("fp16", "bf16"):
+        assert cs3.peak_flops[d] == pytest.approx(derived, rel=1e-12)
+        source = cs3.sources[f"peak_flops.{d}"]
+        assert source.estimate and "0.85 GHz" in source.rule
+    assert cs3.peak_flops["fp16"] < 125e15 / 5  # far from the headline (or half of it)
+    assert "125" in cs3.sources["peak_flops.fp16"].note  # the sparse headline is kept as a note
+
+
+def test_cs3_power_boundary(catalog):
+    cs3 = catalog["cs-3"]
+    assert cs3.tdp == 15e3 and cs3.host_power == 9e3
+    assert cs3.system_power == 24e3  # seed 004 Table I: 24 kW per CS-3 node
+    assert cs3.tdp - cs3.idle == pytest.approx(4.5e3)  # seed 004: idle ~4.5 kW below inference
+
+
+def test_trainium2_neuronlink_v3(catalog):
+    t2 = catalog["trainium2"]
+    assert t2.link_bandwidth == pytest.approx(1.28e12 / 2)  # 1.28 TB/s per chip, per direction
+    assert not t2.sources["interconnect.link_bandwidth"].estimate
+    assert catalog["trainium1"].link_bandwidth == pytest.approx(384e9 / 2)
+
+
+def test_mi250x_is_one_gcd(catalog):
+    g = catalog["mi250x"]
+    assert g.package_size == 2 and g.domain_size == 8  # Frontier: 4 packages = 8 GCDs
+    assert g.peak_flops["bf16"] == pytest.approx(383e12 / 2)
+    assert g.tiers[0].capacity == 64e9 and g.tiers[0].bandwidth == pytest.approx(1.6e12)
+    assert g.tdp == 560 / 2 and g.sources["power.tdp"].estimate
+    assert g.package_bandwidth == pytest.approx(200e9)  # 4 IF links x 50 GB/s per direction
+    mi250 = catalog["mi250"]
+    assert mi250.peak_flops["bf16"] == pytest.approx(362.1e12 / 2)  # ROCm OAM table / 2 GCDs
+    assert (mi250.package_size, mi250.domain_size, mi250.tiers[0].capacity) == (2, 8, 64e9)
+
+
+def test_max1550_is_one_stack_with_measured_efficiency():
+    dev = load_device("max1550", calibrated=False)
+    assert dev.package_size == 2 and dev.domain_size == 12  # Aurora: 6 GPUs = 12 stacks
+    assert dev.tiers[0].capacity == 64e9 and dev.tdp == 300
+    assert dev.peak_flops["bf16"] == pytest.approx(512 * 256 * 2 * 1.6e9, rel=1e-3)
+    e = dev.efficiency
+    # ALCF: BF16 GEMM 2645 TFLOP/s on a 12-tile node; the efficiency reproduces it within 1%
+    assert e.flops_efficiency_for("bf16") * dev.peak_flops["bf16"] == pytest.approx(2645e12 / 12,
+                                                                                    rel=0.01)
+    assert e.flops_efficiency_for("int8") * dev.peak_flops["int8"] == pytest.approx(5394e12 / 12,
+                                                                                    rel=0.01)
+    assert e.flops_efficiency_for("bf16") < 0.7 * 0.8  # far below the gpu class default
+    assert e.flops_efficiency_for("fp32") == e.flops_efficiency == 0.70  # unlisted: class default
+    assert e.origin["flops_efficiency.bf16"] == "catalog"
+
+
+def test_gh200_is_the_gpu_vllm_sees(catalog):
+    dev = catalog["gh200"]
+    assert [t.kind for t in dev.tiers] == ["dram"] and dev.tiers[0].capacity == 96e9
+    assert dev.host is not None and dev.host.capacity == 480e9  # Grace LPDDR5X as host tier
+    assert dev.tdp < 1000 and dev.host_power > 250  # Grace's power is in host_power
+
+
+@pytest.mark.parametrize(("dev_id", "dgx_watts"), [("h100-sxm", 10.2e3), ("h200-sxm", 10.2e3),
+                                                   ("a100-sxm-80g", 6.5e3),
+                                                   ("a100-sxm-40g", 6.5e3), ("b200", 14.3e3)])
+def test_host_power_is_the_dgx_share(catalog, dev_id, dgx_watts):
+    """tdp + host_power of 8 GPUs is the DGX maximum system power."""
+    assert 8 * catalog[dev_id].system_power == pytest.approx(dgx_watts)
+
+
+def test_host_power_class_default(catalog):
+    frac = class_defaults()["gpu"]["host_power_fraction"].value
+    dev = catalog["mi300x"]
+    assert dev.host_power == pytest.approx(frac * dev.tdp)
+    assert dev.sources["power.host_power"].estimate
+
+
+NEW_DEVICES = {  # id -> (class, domain_size, package_size, 16-bit dense peak [FLOP/s], memory [B])
+    "a100-sxm-40g": ("gpu", 8, 1, 312e12, 40e9),
+    "h100-pcie": ("gpu", 1, 1, 1513e12 / 2, 80e9),
+    "h100-nvl": ("gpu", 2, 1, 1671e12 / 2, 94e9),
+    "l40s": ("gpu", 1, 1, 362.05e12, 48e9),
+    "rtx-pro-6000": ("gpu", 1, 1, 503.8e12, 96e9),
+    "mi250": ("gpu", 8, 2, 362.1e12 / 2, 64e9),
+    "trainium1": ("systolic", 16, 1, 190e12, 32 * 2**30),
+}
+
+
+@pytest.mark.parametrize("dev_id", sorted(NEW_DEVICES))
+def test_new_devices_load(dev_id):
+    dev = load_device(dev_id)
+    cls, domain, package, p16, mem = NEW_DEVICES[dev_id]
+    assert (dev.cls, dev.domain_size, dev.package_size) == (cls, domain, package)
+    assert dev.peak_flops["bf16"] == pytest.approx(p16) and dev.device_capacity == mem
+    assert dev.tdp > dev.idle > 0 and dev.host_power > 0
+    if domain == 1:  # a PCIe card without an NVLink domain scales out over PCIe
+        assert dev.scaleout_bandwidth == dev.link_bandwidth
 
 
 # ------------------------------------------------------------------------------ loading API
@@ -345,3 +430,209 @@ def test_missing_fields_reported(tmp_path):
 def test_catalog_hash_is_stable():
     h = catalog_hash()
     assert h == catalog_hash() and len(h) == 64
+
+
+# ------------------------------------------------------------------------------ new fields
+
+
+def _user_device() -> dict:
+    """A valid device file with every optional field: a two-GCD package and per-dtype rates."""
+    raw = copy.deepcopy(raw_toml("mi250x"))
+    raw["efficiency"] = {"flops_efficiency_by_dtype": {"bf16": {"value": 0.5, "source": "test"}}}
+    raw["power"]["host_power"] = {"value": "200 W", "source": "test"}
+    return raw
+
+
+def test_new_fields_load_into_the_device():
+    dev = parse_device(_user_device(), "mine.toml", calibrated=False)
+    assert dev.host_power == 200.0 and dev.system_power == dev.tdp + 200.0
+    assert (dev.package_size, dev.package_bandwidth) == (2, 200e9)
+    assert dev.package_latency == class_defaults()["gpu"]["link_latency"].value
+    assert dev.sources["interconnect.package_latency"].estimate  # class default, recorded
+    assert dev.efficiency.flops_efficiency_by_dtype == {"bf16": 0.5}
+    assert dev.efficiency.flops_efficiency_for("bf16") == 0.5
+    assert dev.efficiency.flops_efficiency_for("int8") == dev.efficiency.flops_efficiency
+    d = dev.to_dict()
+    assert d["host_power_w"] == 200.0 and d["package_size"] == 2
+    assert d["package_bandwidth_bytes_per_s"] == 200e9 and d["package_latency_s"] > 0
+    assert d["efficiency"]["flops_efficiency_by_dtype"] == {"bf16": 0.5}
+    assert d["efficiency_origin"]["flops_efficiency.bf16"] == "catalog"
+
+
+def test_absent_package_means_one_device_per_package(catalog):
+    d = catalog["h100-sxm"].to_dict()
+    assert (d["package_size"], d["package_bandwidth_bytes_per_s"], d["package_latency_s"]) == (
+        1, None, None)
+    assert d["efficiency"]["flops_efficiency_by_dtype"] == {}
+
+
+@given(domain=st.integers(1, 72), package=st.integers(1, 16))
+def test_package_size_must_divide_domain_size(domain, package):
+    raw = _user_device()
+    raw["interconnect"]["domain_size"] = {"value": domain, "source": "test"}
+    raw["interconnect"]["package_size"] = {"value": package, "source": "test"}
+    if package == 1:
+        del raw["interconnect"]["package_bandwidth"]
+    if domain % package == 0:
+        dev = parse_device(raw, "mine.toml")
+        assert (dev.domain_size, dev.package_size) == (domain, package)
+    else:
+        with pytest.raises(SpecError) as exc:
+            parse_device(raw, "mine.toml")
+        assert exc.value.problems == [
+            f"mine.toml: interconnect.package_size = {package} does not divide domain_size = "
+            f"{domain} (domain_size counts devices as the OS sees them, in whole packages of "
+            f"package_size devices)"]
+
+
+def test_package_fields_without_a_package_are_errors():
+    raw = _user_device()
+    raw["interconnect"]["package_size"] = {"value": 1, "source": "test"}
+    raw["interconnect"]["package_latency"] = {"value": "1 us", "source": "test"}
+    with pytest.raises(SpecError) as exc:
+        parse_device(raw, "mine.toml")
+    text = str(exc.value)
+    assert len(exc.value.problems) == 2
+    assert "interconnect.package_bandwidth is set but package_size is 1" in text
+    assert "interconnect.package_latency is set but package_size is 1" in text
+
+
+def test_per_dtype_efficiency_validation():
+    raw = _user_device()
+    raw["efficiency"]["flops_efficiency_by_dtype"] = {
+        "bf17": {"value": 0.5, "source": "x"},  # unknown dtype, with a suggestion
+        "bf16": {"value": 1.2, "source": "x"},  # outside (0, 1]
+        "fp8": {"value": 0.5, "source": "x"},  # the device has no fp8 peak
+        "fp16": {"value": 0.5},  # no source
+    }
+    with pytest.raises(SpecError) as exc:
+        parse_device(raw, "mine.toml")
+    problems = exc.value.problems
+    assert len(problems) == 4, problems
+    key = "mine.toml: efficiency.flops_efficiency_by_dtype"
+    for needle in (f"{key}.bf17: unknown compute dtype (did you mean 'bf16'",
+                   f"{key}.bf16 = 1.2 outside (0, 1]",
+                   f"{key}.fp8: the device has no peak_flops.fp8",
+                   f"{key}.fp16: missing 'source'"):
+        assert sum(p.startswith(needle) for p in problems) == 1, needle
+    raw["efficiency"]["flops_efficiency_by_dtype"] = 0.5
+    with pytest.raises(SpecError, match="must be a table of sourced fractions per compute dtype"):
+        parse_device(raw, "mine.toml")
+
+
+DELETE = object()
+BY_DTYPE = ("efficiency", "flops_efficiency_by_dtype")
+
+
+def _src(value) -> dict:
+    return {"value": value, "source": "x"}
+
+
+# Each breakage of a valid device file adds exactly one problem, whatever else is broken:
+# name -> (path of the key, new value (a function of the drawn values) or DELETE, expected text)
+BREAKAGES = {
+    "unknown_class": (("class",), lambda v: "gpux", "unknown class 'gpux'"),
+    "peak_without_source": (("peak_flops", "bf16"), lambda v: {"value": "191 TFLOP/s"},
+                            "peak_flops.bf16: missing 'source'"),
+    "unknown_peak_dtype": (("peak_flops", "fp9"), lambda v: _src(1e15),
+                           "peak_flops.fp9: unknown compute dtype"),
+    "wrong_unit": (("memory_tiers", 0, "bandwidth"), lambda v: _src("3 TB"),
+                   "'3 TB' is a bytes but a bandwidth"),
+    "negative_capacity": (("memory_tiers", 0, "capacity"), lambda v: _src(-1),
+                          "memory_tiers[0].capacity: must be > 0"),
+    "idle_above_tdp": (("power", "idle"), lambda v: _src("900 W"), "exceeds power.tdp"),
+    "bare_number": (("interconnect", "link_bandwidth"), lambda v: 150e9,
+                    "every catalog number needs a source"),
+    "estimate_without_rule": (("power", "tdp", "rule"), DELETE, "needs a 'rule'"),
+    "package_not_dividing": (("interconnect", "package_size"), lambda v: _src(v["package"]),
+                             "does not divide domain_size"),
+    "package_without_bandwidth": (("interconnect", "package_bandwidth"), DELETE,
+                                  "needs interconnect.package_bandwidth"),
+    "fractional_domain": (("interconnect", "domain_size"), lambda v: _src(v["domain"]),
+                          "must be a whole number"),
+    "negative_host_power": (("power", "host_power"), lambda v: _src(f"{-v['watts']} W"),
+                            "power.host_power: must be >= 0"),
+    "unknown_dtype_efficiency": ((*BY_DTYPE, "fp9"), lambda v: _src(0.5),
+                                 "flops_efficiency_by_dtype.fp9: unknown compute dtype"),
+    "dtype_efficiency_out_of_range": ((*BY_DTYPE, "bf16"), lambda v: _src(v["fraction"]),
+                                      "outside (0, 1]"),
+    "dtype_efficiency_without_peak": ((*BY_DTYPE, "fp8"), lambda v: _src(0.5),
+                                      "the device has no peak_flops.fp8"),
+    "dtype_efficiency_without_source": ((*BY_DTYPE, "fp16"), lambda v: {"value": 0.5},
+                                        "flops_efficiency_by_dtype.fp16: missing 'source'"),
+    "unknown_interconnect_key": (("interconnect", "package_bandwith"), lambda v: _src("1 GB/s"),
+                                 "did you mean 'package_bandwidth'"),
+    "unknown_power_key": (("power", "host"), lambda v: _src("1 W"), "power.host: unknown field"),
+    "unknown_efficiency_key": (("efficiency", "flop_efficiency"), lambda v: _src(0.5),
+                               "did you mean 'flops_efficiency'"),
+}
+
+
+def _break(raw: dict, name: str, values: dict) -> None:
+    path, value, _ = BREAKAGES[name]
+    node = raw
+    for key in path[:-1]:
+        node = node[key]
+    if value is DELETE:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value(values)
+
+
+@given(names=st.sets(st.sampled_from(sorted(BREAKAGES)), min_size=1),
+       package=st.sampled_from([3, 5, 6, 7]),
+       domain=st.floats(1.01, 63.99).filter(lambda x: not x.is_integer()),
+       watts=st.floats(0.5, 1e4),
+       fraction=st.one_of(st.just(0.0), st.floats(1.0001, 1e3)))
+def test_bad_device_files_give_one_error_with_every_problem(names, package, domain, watts, fraction):
+    if "fractional_domain" in names:  # divisibility is only checked on a whole domain_size
+        names = names - {"package_not_dividing"}
+    raw = _user_device()
+    values = {"package": package, "domain": domain, "watts": watts, "fraction": fraction}
+    for name in names:
+        _break(raw, name, values)
+    with pytest.raises(SpecError) as exc:
+        parse_device(raw, "mine.toml")
+    problems = exc.value.problems
+    assert len(problems) == len(names), "\n".join(problems)
+    text = str(exc.value)
+    for name in names:
+        assert BREAKAGES[name][2] in text, name
+    assert all(p.startswith("mine.toml: ") for p in problems)
+
+
+# ------------------------------------------------------------------------------ hypothetical devices
+
+
+def test_hypothetical_per_dtype_and_power_overrides():
+    base = load_device("max1550", calibrated=False)
+    dev = derive_device(base, "pvc-tuned", {"efficiency.flops_efficiency.bf16": 0.8,
+                                            "efficiency.flops_efficiency.fp32": 0.9,
+                                            "efficiency.flops_efficiency": 0.6,
+                                            "host_power": 100.0, "package_bandwidth": 400e9})
+    e = dev.efficiency
+    assert e.flops_efficiency_for("bf16") == 0.8 and e.flops_efficiency_for("fp32") == 0.9
+    assert e.flops_efficiency_for("int8") == base.efficiency.flops_efficiency_for("int8")  # kept
+    assert e.flops_efficiency_for("fp8") == 0.6  # no per-dtype value: the scalar
+    assert e.origin["flops_efficiency.bf16"] == "hypothetical override"
+    assert dev.host_power == 100.0 and dev.package_bandwidth == 400e9
+    assert base.efficiency.flops_efficiency_for("bf16") == 0.53  # the base is untouched
+    assert all(f"efficiency.flops_efficiency.{d}" in OVERRIDE_KEYS for d in COMPUTE_DTYPES)
+
+
+def test_hypothetical_package_and_per_dtype_errors():
+    h100 = load_device("h100-sxm")
+    with pytest.raises(SpecError) as exc:
+        derive_device(h100, "bad", {"efficiency.flops_efficiency.fp4": 0.5,  # no fp4 peak
+                                    "efficiency.flops_efficiency.bf16": 1.5,  # outside (0, 1]
+                                    "package_size": 3,  # does not divide 8
+                                    })
+    text = str(exc.value)
+    assert len(exc.value.problems) == 4, text  # + package_size 3 needs package_bandwidth
+    for needle in ("no peak_flops.fp4", "flops_efficiency.bf16 = 1.5 outside (0, 1]",
+                   "package_size 3 does not divide domain_size 8", "needs package_bandwidth"):
+        assert needle in text
+    with pytest.raises(SpecError, match="package_bandwidth needs package_size > 1"):
+        derive_device(h100, "bad", {"package_bandwidth": 1e12})
+    ok = derive_device(h100, "pair", {"package_size": 2, "package_bandwidth": 900e9})
+    assert (ok.package_size, ok.package_latency) == (2, h100.link_latency)
