@@ -289,7 +289,11 @@ def test_user_config_file_loads(tmp_path):
     other.write_text(json.dumps(cfg))
     m = load_model(str(other))
     assert m.id == "dense" and m.n_kv_heads == 8 and m.head_dim == 64
-    assert m.params_total == 2 * (4 * 512 * 512 + 2 * 512 + 3 * 512 * 1024) + 2 * 100 * 512 + 512
+    # no model_type and no tie_word_embeddings: PretrainedConfig's default ties the LM head to the
+    # embedding (one V x d matrix), and the assumption is recorded
+    assert m.lm_head_tied and m.params_lm_head == 0
+    assert m.params_total == 2 * (4 * 512 * 512 + 2 * 512 + 3 * 512 * 1024) + 100 * 512 + 512
+    assert any("tie_word_embeddings absent: tied" in a for a in m.assumptions)
     assert load_model(cfg).params_total == m.params_total
 
 
