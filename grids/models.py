@@ -7,8 +7,9 @@ already-loaded ``dict``.
 
 The config is read with the semantics of the model's reference code, the Hugging Face
 ``transformers`` configuration class of its ``model_type``: a field the file leaves out takes that
-class's default (tables ``_TIE_DEFAULTS``, ``_ALTERNATING``, ``_QWEN_SLIDING`` below, each with the
-``transformers`` file it comes from), and every default so assumed is written to
+class's default (tables ``_TIE_DEFAULTS``, ``_ALTERNATING``, ``_QWEN_SLIDING``,
+``_SLIDING_DEFAULTS``, ``_CONTEXT_DEFAULTS`` below, each with the ``transformers`` file it comes
+from), and every default so assumed is written to
 :attr:`ModelArch.assumptions`.
 
 Architectures are recognised by the *fields* of the config, so a new model of a known kind needs no
@@ -28,7 +29,8 @@ code:
   Llama 4); else the alternating local/global pattern of ``model_type`` (Gemma-2, Gemma-3,
   Cohere2, gpt-oss: layer i is global iff (i + 1) is a multiple of the period); else
   ``sliding_window`` (all layers, or layers >= ``max_window_layers``; Qwen2/Qwen3 only when
-  ``use_sliding_window`` is true). ``use_sliding_window: false`` disables a sliding window.
+  ``use_sliding_window`` is true; a Mistral config without the key gets MistralConfig's 4096,
+  an explicit ``null`` means none). ``use_sliding_window: false`` disables a sliding window.
 * Nemotron-NAS: ``block_configs`` (per-block attention ``no_op`` / ``replace_with_linear`` /
   ``n_heads_in_group``, FFN ``ffn_mult`` -> ``roundup_256(int(2*ffn_mult*d/3))``).
 * Multimodal wrappers: ``text_config`` is used (vision towers are not counted).
@@ -130,6 +132,11 @@ _QWEN_SLIDING: dict[str, tuple[int | None, str]] = {
     "qwen2": (28, f"{_TF}/qwen2/configuration_qwen2.py (Qwen2Config)"),
     "qwen3": (28, f"{_TF}/qwen3/configuration_qwen3.py (Qwen3Config)"),
     "qwen3_moe": (None, f"{_TF}/qwen3_moe/configuration_qwen3_moe.py (Qwen3MoeConfig)"),
+}
+
+#: sliding_window of every layer when the key is absent (an explicit null means none)
+_SLIDING_DEFAULTS: dict[str, tuple[int, str]] = {
+    "mistral": (4096, f"{_TF}/mistral/configuration_mistral.py (MistralConfig)"),
 }
 
 #: Llama 4 default chunk of its local attention when attention_chunk_size is absent
@@ -731,6 +738,10 @@ def _attention_kinds(x: _Ctx, L: int) -> _Kinds:
     if x.mt in _ALTERNATING and c.get("use_sliding_window") is not False:
         return _kinds_alternating(x, L, _ALTERNATING[x.mt])
     use = _bool(c, "use_sliding_window", p, None)
+    if "sliding_window" not in c and x.mt in _SLIDING_DEFAULTS and use is not False:
+        window, source = _SLIDING_DEFAULTS[x.mt]
+        x.assume(f"sliding_window absent: {window} on every layer ({source})")
+        return _Kinds([_WINDOW] * L, window)
     if c.get("sliding_window") is None or use is False:
         return _Kinds([_FULL] * L)
     window = _int(c, "sliding_window", p) or 0
