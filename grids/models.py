@@ -188,6 +188,17 @@ _MAX_LAYERS = 10**5  # layer counts and layer indices
 _MAX_EXPERTS = 2**20
 _MAX_ROPE_FACTOR = 2.0**16
 _MAX_FFN_MULT = 1024.0
+#: every integer field read from a config (bounds checked even where a model does not use it)
+_INT_FIELDS = (
+    "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+    "vocab_size", "max_position_embeddings", "intermediate_size", "intermediate_size_mlp",
+    "moe_intermediate_size", "shared_expert_intermediate_size", *_EXPERT_KEYS, *_TOPK_KEYS,
+    "n_shared_experts", "first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step",
+    "interleave_moe_layer_step", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
+    "qk_nope_head_dim", "v_head_dim", "sliding_window", "attention_chunk_size",
+    "no_rope_layer_interval", "max_window_layers", "sliding_window_pattern", "num_kv_heads",
+    "n_head_kv", "ffn_hidden_size", "num_ln_in_parallel_attn")
+_EXPERT_MAX_KEYS = {*_EXPERT_KEYS, *_TOPK_KEYS, "n_shared_experts"}
 _LAYER_KEYS = {"num_hidden_layers", "first_k_dense_replace", "moe_layer_freq",
                "decoder_sparse_step", "interleave_moe_layer_step", "no_rope_layer_interval",
                "max_window_layers", "sliding_window_pattern"}
@@ -368,7 +379,8 @@ def _int(c: dict, key: str, problems: list[str], *, required: bool = True, defau
         problems.append(f"'{key}' must be an integer, got {_show(v)}")
         return default
     if maximum is None:
-        maximum = _MAX_LAYERS if key in _LAYER_KEYS else _MAX_DIM
+        maximum = (_MAX_LAYERS if key in _LAYER_KEYS else _MAX_EXPERTS if key in _EXPERT_MAX_KEYS
+                   else _MAX_DIM)
     if not minimum <= v <= maximum:
         bound = f">= {minimum}" if v < minimum else f"<= {maximum:,} (a sane bound)"
         problems.append(f"'{key}' must be {bound}, got {_show(v)}{hint}")
@@ -456,6 +468,13 @@ def _text_config(cfg: dict) -> dict:
         if canon not in c and alias in c:
             c[canon] = c[alias]
     return c
+
+
+def _check_int_fields(c: dict, problems: list[str]) -> None:
+    """Type and upper bound of every known integer field, used by this model or not (the readers
+    check the lower bounds; identical messages are merged)."""
+    for key in _INT_FIELDS:
+        _int(c, key, problems, required=False, minimum=-(2**63))
 
 
 def _model_types(cfg: dict, c: dict, problems: list[str]) -> tuple[str, str]:
@@ -635,7 +654,7 @@ class _Moe:
 def _read_moe(x: _Ctx) -> _Moe:
     c, p = x.c, x.problems
     ekey = _first(c, _EXPERT_KEYS)
-    E = (_int(c, ekey, p, minimum=0, maximum=_MAX_EXPERTS) if ekey else 0) or 0
+    E = (_int(c, ekey, p, minimum=0) if ekey else 0) or 0
     if E == 0:
         return _Moe()
     k_top = 0
@@ -644,7 +663,7 @@ def _read_moe(x: _Ctx) -> _Moe:
         p.append(f"MoE config ('{ekey}' = {E}) is missing 'num_experts_per_tok' "
                  f"(experts routed per token)")
     else:
-        k_top = _int(c, kkey, p, maximum=_MAX_EXPERTS) or 0
+        k_top = _int(c, kkey, p) or 0
         if k_top > E:
             p.append(f"'{kkey}' = {k_top} exceeds the number of experts '{ekey}' = {E}")
     ikey = "moe_intermediate_size" if c.get("moe_intermediate_size") is not None \
@@ -655,7 +674,7 @@ def _read_moe(x: _Ctx) -> _Moe:
         moe.shared_width = _int(c, "shared_expert_intermediate_size", p, minimum=0) or 0
         moe.shared_gate = 1  # qwen2_moe shared_expert_gate: d -> 1
     else:
-        n_sh = _int(c, "n_shared_experts", p, required=False, minimum=0, maximum=_MAX_EXPERTS)
+        n_sh = _int(c, "n_shared_experts", p, required=False, minimum=0)
         if n_sh is None and x.types & _LLAMA4_TYPES:
             n_sh = 1  # Llama 4: one always-on shared expert of intermediate_size per MoE layer
         moe.shared_width = (n_sh or 0) * I_e
@@ -967,7 +986,10 @@ def _falcon_block(x: _Ctx, d: int) -> _Block:
     if not parallel:
         n_ln = 2  # input_layernorm + post_attention_layernorm
     else:
-        n_ln = _int(c, "num_ln_in_parallel_attn", p, required=False, default=None, maximum=2)
+        n_ln = _int(c, "num_ln_in_parallel_attn", p, required=False, default=None)
+        if n_ln is not None and n_ln > 2:
+            p.append(f"'num_ln_in_parallel_attn' must be 1 or 2, got {n_ln}")
+            n_ln = 2
         if n_ln is None:
             n_ln = 2 if new_arch else 1  # ln_attn + ln_mlp, or one input_layernorm
     width = _int(c, "ffn_hidden_size", p, required=False, default=None)
@@ -1116,6 +1138,7 @@ def model_from_config(cfg: dict, *, id: str = "custom", name: str | None = None,
     problems: list[str] = []
     c = _text_config(cfg)
     top_type, mt = _model_types(cfg, c, problems)
+    _check_int_fields(c, problems)
     x = _Ctx(c, top_type, mt, problems)
 
     dims = _read_dims(x)
