@@ -591,13 +591,14 @@ def _read_rope(x: _Ctx) -> _Rope:
     if not isinstance(rs, dict):
         p.append(f"'{key}' must be an object (or null), got {_show(rs)}")
         return _Rope()
-    if key == "rope_parameters" and "rope_type" not in rs and "type" not in rs:
+    per_layer_type = sorted(set(rs) & set(_LAYER_TYPES))
+    if per_layer_type:
         # transformers 5: one entry per layer type; the global (full-attention) layers count
-        nested = rs.get("full_attention") or next(
-            (v for v in rs.values() if isinstance(v, dict)), None)
-        if nested is None:
+        bad = [t for t in per_layer_type if not isinstance(rs[t], dict)]
+        if bad:
+            p.append(f"'{key}.{bad[0]}' must be an object, got {_show(rs[bad[0]])}")
             return _Rope()
-        rs = nested
+        rs = rs.get("full_attention") or rs[per_layer_type[0]]
     kind = rs.get("rope_type", rs.get("type", "default"))
     if not isinstance(kind, str):
         p.append(f"'{key}.rope_type' must be a string, got {_show(kind)}")
