@@ -750,14 +750,14 @@ def _dense_width(x: _Ctx, default: int | None) -> int:
 def _attention_kinds(x: _Ctx, L: int) -> _Kinds:
     """Per-layer attention kind (full / window), the window length and its kind."""
     c, p = x.c, x.problems
+    use = _bool(c, "use_sliding_window", p, None)
     if c.get("layer_types") is not None:
         return _kinds_from_layer_types(x, L)
     if c.get("attention_chunk_size") is not None or (
             "attention_chunk_size" not in c and x.types & _LLAMA4_TYPES):
         return _kinds_chunked(x, L)
-    if x.mt in _ALTERNATING and c.get("use_sliding_window") is not False:
+    if x.mt in _ALTERNATING and use is not False:
         return _kinds_alternating(x, L, _ALTERNATING[x.mt])
-    use = _bool(c, "use_sliding_window", p, None)
     if "sliding_window" not in c and x.mt in _SLIDING_DEFAULTS and use is not False:
         window, source = _SLIDING_DEFAULTS[x.mt]
         x.assume(f"sliding_window absent: {window} on every layer ({source})")
