@@ -414,3 +414,122 @@ def fitting_points(draw, model_kind=None, n_tiers=None, host=None, offload=None,
     p = {"hw": hw, "md": md, "pr": draw(precisions()), "ly": ly, "peak": draw(peaks),
          "batch": draw(batches), "context": draw(contexts), "output_len": draw(outputs)}
     return with_capacity_for(p, factor=draw(st.floats(1.01, 4.0)))
+
+
+# ------------------------------------------------------------------- HF config.json (grids.models)
+#: model_types with their own config semantics in grids.models (plus an unknown one)
+CONFIG_KINDS = ("llama", "mistral", "mixtral", "qwen2", "qwen3_moe", "deepseek_v3", "gemma",
+                "gemma2", "gemma3_text", "cohere2", "gpt_oss", "llama4_text", "gptj", "bloom",
+                "falcon", "nemotron-nas", "my_new_arch")
+
+
+@st.composite
+def hf_configs(draw, kind: str | None = None) -> dict:
+    """A valid ``config.json`` dict of one of :data:`CONFIG_KINDS`, small enough to parse fast.
+
+    Fields the model_type has defaults for are sometimes left out, so the defaults are exercised.
+    """
+    kind = kind or draw(st.sampled_from(CONFIG_KINDS))
+    n_heads = draw(st.sampled_from([1, 2, 4, 8, 12]))
+    n_kv = draw(st.sampled_from([h for h in (1, 2, 4, n_heads) if n_heads % h == 0]))
+    head_dim = draw(st.sampled_from([8, 16, 64]))
+    n_layers = draw(st.integers(1, 12))
+    maybe = lambda: draw(st.booleans())  # noqa: E731
+    cfg: dict = {"model_type": kind, "hidden_size": n_heads * head_dim,
+                 "num_hidden_layers": n_layers, "num_attention_heads": n_heads,
+                 "num_key_value_heads": n_kv, "vocab_size": draw(st.integers(1, 5000)),
+                 "max_position_embeddings": draw(log_ints(16, 1 << 20)),
+                 "intermediate_size": draw(st.integers(1, 512))}
+    if maybe():
+        cfg["tie_word_embeddings"] = maybe()
+    if kind in ("mixtral", "qwen3_moe", "deepseek_v3", "llama4_text", "gpt_oss"):
+        n_exp = draw(st.integers(1, 16))
+        cfg.update(num_local_experts=n_exp, num_experts_per_tok=draw(st.integers(1, n_exp)))
+        if maybe():
+            cfg["moe_intermediate_size"] = draw(st.integers(1, 256))
+        if maybe():
+            cfg["first_k_dense_replace"] = draw(st.integers(0, n_layers))
+    if kind == "deepseek_v3" and maybe():
+        cfg.update(kv_lora_rank=draw(st.integers(1, 64)), q_lora_rank=draw(st.sampled_from([None, 32])),
+                   qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16)
+    if kind in ("mistral", "qwen2", "gemma2", "gemma3_text", "cohere2") and maybe():
+        cfg["sliding_window"] = draw(st.one_of(st.none(), log_ints(1, 1 << 16)))
+    if kind == "qwen2" and maybe():
+        cfg["use_sliding_window"] = maybe()
+        cfg["max_window_layers"] = draw(st.integers(0, n_layers))
+    if kind in ("gemma3_text", "cohere2") and maybe():
+        cfg["sliding_window_pattern"] = draw(st.integers(1, 8))
+    if kind == "gpt_oss" and maybe():
+        cfg["sliding_window"] = 128
+        cfg["layer_types"] = draw(st.lists(st.sampled_from(["sliding_attention", "full_attention"]),
+                                           min_size=n_layers, max_size=n_layers))
+    if kind == "llama4_text":
+        if maybe():
+            cfg["attention_chunk_size"] = draw(log_ints(1, 1 << 16))
+        if maybe():
+            cfg["no_rope_layer_interval"] = draw(st.integers(1, 6))
+    if kind in ("gptj", "bloom"):
+        cfg.pop("num_key_value_heads")
+        if maybe():
+            cfg.pop("intermediate_size")
+    if kind == "falcon":
+        cfg.pop("num_key_value_heads")
+        cfg.update(new_decoder_architecture=maybe(), num_kv_heads=n_kv, bias=maybe())
+        if maybe():
+            cfg.pop("max_position_embeddings")
+    if kind == "nemotron-nas":
+        cfg.pop("num_key_value_heads")
+        groups = [g for g in (1, 2, 4) if n_heads % g == 0]
+        attention = st.one_of(st.just({"no_op": True}), st.just({"replace_with_linear": True}),
+                              st.sampled_from(groups).map(lambda g: {"n_heads_in_group": g}))
+        ffn = st.one_of(st.just({"no_op": True}), st.floats(0.1, 8.0).map(lambda m: {"ffn_mult": m}))
+        cfg["block_configs"] = draw(st.lists(st.fixed_dictionaries({"attention": attention,
+                                                                    "ffn": ffn}),
+                                             min_size=n_layers, max_size=n_layers))
+    if maybe():
+        factor = draw(st.floats(1.0, 64.0))
+        cfg["rope_scaling"] = draw(st.sampled_from([
+            {"rope_type": "yarn", "factor": factor, "original_max_position_embeddings": 4096},
+            {"type": "linear", "factor": factor}, {"rope_type": "llama3", "factor": factor},
+            {"rope_type": "dynamic", "factor": factor}, {"rope_type": "longrope"}]))
+    if maybe():  # a multimodal wrapper around the decoder
+        cfg = {"model_type": "wrapper_of_" + kind, "text_config": cfg}
+    return cfg
+
+
+#: values a corrupted config field may take: every JSON type, huge and non-finite numbers
+junk_values = st.one_of(
+    st.none(), st.booleans(), st.integers(-10, 10), st.integers(-(10**6), -1),
+    st.integers(2**31 + 1, 10**400), st.integers(-(10**400), -(2**63)),
+    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([1e15, 1e300, 0.5, -0.0]),
+    st.text(max_size=6), st.lists(st.one_of(st.integers(-3, 3), st.text(max_size=2)), max_size=4),
+    st.lists(st.lists(st.integers(), max_size=2), max_size=3),
+    st.dictionaries(st.text(max_size=4), st.one_of(st.integers(), st.none(), st.text(max_size=3)),
+                    max_size=3),
+    st.just({"rope_type": "yarn", "factor": "x"}), st.just({"full_attention": 5}))
+
+#: fields a corruption may hit besides those of the drawn config
+CONFIG_FIELDS = (
+    "model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+    "head_dim", "vocab_size", "max_position_embeddings", "intermediate_size", "tie_word_embeddings",
+    "num_local_experts", "num_experts_per_tok", "moe_intermediate_size", "n_shared_experts",
+    "shared_expert_intermediate_size", "first_k_dense_replace", "moe_layers", "mlp_only_layers",
+    "interleave_moe_layer_step", "decoder_sparse_step", "kv_lora_rank", "q_lora_rank",
+    "qk_rope_head_dim", "sliding_window", "use_sliding_window", "max_window_layers",
+    "layer_types", "attention_chunk_size", "no_rope_layers", "no_rope_layer_interval",
+    "sliding_window_pattern", "attention_bias", "rope_scaling", "rope_parameters",
+    "block_configs", "text_config", "num_kv_heads", "new_decoder_architecture", "bias",
+    "parallel_attn", "num_ln_in_parallel_attn", "ffn_hidden_size", "n_inner", "n_embd")
+
+
+@st.composite
+def corrupted_configs(draw) -> tuple[dict, list[str]]:
+    """A valid config with 1-4 fields (of it, or of :data:`CONFIG_FIELDS`) set to junk; returns
+    the config and the corrupted field names."""
+    cfg = draw(hf_configs())
+    inner = cfg.get("text_config", cfg)
+    keys = draw(st.lists(st.sampled_from(sorted(set(inner) | set(CONFIG_FIELDS))), min_size=1,
+                         max_size=4, unique=True))
+    for key in keys:
+        inner[key] = draw(junk_values)
+    return cfg, keys
