@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,21 +40,30 @@ from kernels.params import HW, METRICS
 
 MEASUREMENTS_DIR = Path(__file__).resolve().parent / "data" / "measurements"
 MEASUREMENTS_CSV = MEASUREMENTS_DIR / "measurements.csv"
+MEASUREMENTS_SCHEMA = MEASUREMENTS_DIR / "schema.toml"
 
-COLUMNS = ("id", "source_file", "source", "hardware", "hardware_raw", "devices", "tp", "pp", "ep",
-           "dp", "layout", "model", "model_raw", "precision", "batch", "context", "output_len",
-           "metric", "value", "unit", "scope", "statistic", "usable", "skip_reason",
-           "mapping_note")
-METRIC_UNITS = {"throughput": "tokens/s", "total_throughput": "tokens/s", "tpot": "s", "ttft": "s",
-                "e2e_latency": "s", "tokens_per_joule": "tokens/J",
-                "total_tokens_per_joule": "tokens/J", "power": "W"}
-SCOPES = ("per_device", "per_system")
-STATISTICS = ("mean", "p50", "p99", "max_load", "as_published")
+
+def _schema() -> dict[str, Any]:
+    with MEASUREMENTS_SCHEMA.open("rb") as fh:
+        return tomllib.load(fh)
+
+
+#: the table's columns, units and vocabularies: schema.toml is the one source (docs/measurements.md)
+_SCHEMA = _schema()
+COLUMNS = tuple(_SCHEMA["columns"])
+METRIC_UNITS = dict(_SCHEMA["metric_units"])
+#: older unit spellings accepted in user files ("tokens/s" -> "token/s")
+UNIT_ALIASES = dict(_SCHEMA.get("unit_aliases", {}))
+SCOPES = tuple(_SCHEMA["columns"]["scope"]["allowed"])
+STATISTICS = tuple(_SCHEMA["columns"]["statistic"]["allowed"])
+#: catalog ids being added: usable rows on them are skipped until the catalog entry exists
+PENDING = {"hardware": frozenset(_SCHEMA["pending"]["hardware"]),
+           "model": frozenset(_SCHEMA["pending"]["model"])}
 
 #: phase of each metric: what part of the model it tests
 PHASE = {"tpot": "decode", "throughput": "decode", "total_throughput": "decode",
-         "ttft": "prefill", "e2e_latency": "end-to-end", "tokens_per_joule": "energy",
-         "total_tokens_per_joule": "energy", "power": "energy"}
+         "ttft": "prefill", "prefill_throughput": "prefill", "e2e_latency": "end-to-end",
+         "tokens_per_joule": "energy", "total_tokens_per_joule": "energy", "power": "energy"}
 #: the accuracy targets of the validation (median absolute relative error)
 TARGETS = {"decode": 0.15, "prefill": 0.25}
 
@@ -67,6 +77,7 @@ _THR = METRICS.index("throughput")
 SKIP_NO_FIT = "does not fit in the model"
 SKIP_INCOMPATIBLE = "layout incompatible in the model"
 SKIP_TAIL = "tail percentile (p99): the model predicts typical values"
+SKIP_PENDING = "catalog entry pending (device or model being added)"
 
 #: source groups (leave-one-source-out unit) by a substring of ``source_file``
 SOURCE_GROUPS = (("v0.9.0", "trtllm v0.9.0"), ("trtllm_perf_overview_v1.0", "trtllm v1.0"),
@@ -189,6 +200,7 @@ def read_measurements(path: str | Path | None = None) -> pd.DataFrame:
     df = raw[list(COLUMNS)].copy()
     for c in df.columns:
         df[c] = df[c].astype(str).str.strip()
+    df["unit"] = df["unit"].replace(UNIT_ALIASES)
 
     def number(col: str, integer: bool) -> pd.Series:
         vals = pd.to_numeric(df[col].replace("", np.nan), errors="coerce")
@@ -225,6 +237,9 @@ def read_measurements(path: str | Path | None = None) -> pd.DataFrame:
             continue
         if r.metric not in METRIC_UNITS:
             problems.append(f"{where}: metric {r.metric!r} is not one of {sorted(METRIC_UNITS)}")
+        elif r.metric not in METRICS and r.metric != "total_tokens_per_joule":
+            problems.append(f"{where}: metric {r.metric!r} is not evaluated by the model yet "
+                            f"(mark the row usable = no)")
         elif r.unit != METRIC_UNITS[r.metric]:
             problems.append(f"{where}: unit {r.unit!r} does not match metric {r.metric!r} "
                             f"({METRIC_UNITS[r.metric]!r})")
@@ -482,8 +497,21 @@ def with_kv_bits(df: pd.DataFrame, bits: int | None) -> pd.DataFrame:
     return out
 
 
+def _pending_mask(df: pd.DataFrame) -> np.ndarray:
+    """Rows on a pending hardware or model id (schema.toml [pending]) that has no catalog entry yet."""
+    from grids import MODEL_IDS, catalog_ids
+
+    known = {"hardware": set(catalog_ids()), "model": set(MODEL_IDS)}
+    out = np.zeros(len(df), dtype=bool)
+    for kind, ids in PENDING.items():
+        waiting = (ids - known[kind]) & set(df[kind])
+        if waiting:
+            out |= df[kind].isin(waiting).to_numpy()
+    return out
+
+
 def _usable_mask(df: pd.DataFrame) -> np.ndarray:
-    return (df["usable"].eq("yes") & df["statistic"].ne("p99")).to_numpy()
+    return (df["usable"].eq("yes") & df["statistic"].ne("p99")).to_numpy() & ~_pending_mask(df)
 
 
 def compare(df: pd.DataFrame, *, calibrated: bool = True,
@@ -494,8 +522,8 @@ def compare(df: pd.DataFrame, *, calibrated: bool = True,
     Returns one row per measurement with columns ``id, group, hardware, model, metric, phase,
     measured, predicted, rel_error, log_error, status ('used', 'skipped' or 'unusable'), reason,
     model_batch``. Rows marked ``usable = no`` in the data are ``unusable`` (reason: their
-    skip_reason); usable rows the model cannot evaluate (p99, does not fit, layout incompatible)
-    are ``skipped`` with the reason.
+    skip_reason); usable rows the model cannot evaluate (p99, does not fit, layout incompatible,
+    catalog entry pending) are ``skipped`` with the reason.
     """
     res = df[["id", "group", "hardware", "model", "precision", "layout", "batch", "context",
               "output_len", "metric", "scope", "statistic", "value"]].copy()
@@ -507,6 +535,7 @@ def compare(df: pd.DataFrame, *, calibrated: bool = True,
     res["reason"] = df["skip_reason"].to_numpy()
     p99 = df["usable"].eq("yes") & df["statistic"].eq("p99")
     res.loc[p99, "reason"] = SKIP_TAIL
+    res.loc[df["usable"].eq("yes").to_numpy() & _pending_mask(df), "reason"] = SKIP_PENDING
     use = _usable_mask(df)
     if use.any():
         ev = Evaluator(df.loc[use], calibrated=calibrated, devices=devices, paged_kv=paged_kv,
