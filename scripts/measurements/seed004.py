@@ -56,8 +56,11 @@ MODELS = {
     "Mistral Small 24B": "mistral-small-3.1-24b",
 }
 PRECISIONS = {
-    "bfloat16": ("bf16", "bf16 stated"),
-    "default": ("bf16", "precision not restated for this value: bf16 is the paper's default"),
+    "bfloat16": ("bf16", "bf16 stated; KV dtype not stated"),
+    "default": (
+        "bf16",
+        "precision not restated for this value: bf16 is the paper's default; KV dtype not stated",
+    ),
     "not stated": ("", "precision not stated"),
     "FP8": ("fp8", "FP8 = W8A8 on FP8-capable GPUs; KV dtype not stated"),
     "FP8 (W8A8) vs bfloat16": ("fp8;bf16", "FP8 = W8A8; KV dtype not stated"),
