@@ -12,25 +12,28 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from grids import tomlio
 from grids.errors import SpecError
+from kernels.params import METRICS
 
 MEASUREMENTS_DIR = Path(__file__).resolve().parents[1] / "data" / "measurements"
 MEASUREMENTS_CSV = MEASUREMENTS_DIR / "measurements.csv"
 
-COLUMNS = ("id", "source_file", "source", "hardware", "hardware_raw", "devices", "tp", "pp", "ep",
-           "dp", "layout", "model", "model_raw", "precision", "batch", "context", "output_len",
-           "metric", "value", "unit", "scope", "statistic", "usable", "skip_reason",
-           "mapping_note")
-METRIC_UNITS = {"throughput": "tokens/s", "total_throughput": "tokens/s", "tpot": "s", "ttft": "s",
-                "e2e_latency": "s", "tokens_per_joule": "tokens/J",
-                "total_tokens_per_joule": "tokens/J", "power": "W"}
-SCOPES = ("per_device", "per_system")
-STATISTICS = ("mean", "p50", "p99", "max_load", "as_published")
+MEASUREMENTS_SCHEMA = MEASUREMENTS_DIR / "schema.toml"
+
+#: the table's columns, units and vocabularies: schema.toml is the one source (docs/measurements.md)
+_SCHEMA = tomlio.load(MEASUREMENTS_SCHEMA)
+COLUMNS = tuple(_SCHEMA["columns"])
+METRIC_UNITS = dict(_SCHEMA["metric_units"])
+#: older unit spellings accepted in user files ("tokens/s" -> "token/s")
+UNIT_ALIASES = dict(_SCHEMA.get("unit_aliases", {}))
+SCOPES = tuple(_SCHEMA["columns"]["scope"]["allowed"])
+STATISTICS = tuple(_SCHEMA["columns"]["statistic"]["allowed"])
 
 #: phase of each metric: what part of the model it tests
 PHASE = {"tpot": "decode", "throughput": "decode", "total_throughput": "decode",
-         "ttft": "prefill", "e2e_latency": "end-to-end", "tokens_per_joule": "energy",
-         "total_tokens_per_joule": "energy", "power": "energy"}
+         "ttft": "prefill", "prefill_throughput": "prefill", "e2e_latency": "end-to-end",
+         "tokens_per_joule": "energy", "total_tokens_per_joule": "energy", "power": "energy"}
 
 #: candidate batches of a max-load row (plus the largest batch that fits)
 SKIP_NO_FIT = "does not fit in the model"
@@ -95,6 +98,7 @@ def read_measurements(path: str | Path | None = None) -> pd.DataFrame:
     df = raw[list(COLUMNS)].copy()
     for c in df.columns:
         df[c] = df[c].astype(str).str.strip()
+    df["unit"] = df["unit"].replace(UNIT_ALIASES)
 
     def number(col: str, integer: bool) -> pd.Series:
         vals = pd.to_numeric(df[col].replace("", np.nan), errors="coerce")
@@ -131,6 +135,9 @@ def read_measurements(path: str | Path | None = None) -> pd.DataFrame:
             continue
         if r.metric not in METRIC_UNITS:
             problems.append(f"{where}: metric {r.metric!r} is not one of {sorted(METRIC_UNITS)}")
+        elif r.metric not in METRICS and r.metric != "total_tokens_per_joule":
+            problems.append(f"{where}: metric {r.metric!r} is not evaluated by the model yet "
+                            f"(mark the row usable = no)")
         elif r.unit != METRIC_UNITS[r.metric]:
             problems.append(f"{where}: unit {r.unit!r} does not match metric {r.metric!r} "
                             f"({METRIC_UNITS[r.metric]!r})")

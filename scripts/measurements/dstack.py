@@ -1,0 +1,316 @@
+"""``dstackai/benchmarks``: Llama-3.1-405B FP8 on 8x H100 SXM5 and 8x/4x MI300X with vLLM.
+
+Two transcriptions, two converters:
+
+* offline (``benchmark_throughput.py``, ``num_prompts`` requests submitted at once = a static batch):
+  each raw row gives input+output tokens/s (published) and output tokens/s (derived from the same
+  run: batch x OSL / elapsed), two tidy rows;
+* serving (``benchmark_serving.py`` on ShareGPT, 1000 prompts at 16, 32 or 1000 requests/s): each raw
+  row gives output and total tokens/s and the mean, median and p99 of TTFT, TPOT and ITL, eleven
+  tidy rows; the request throughput is folded into the notes (it sets the saturation check).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+from scripts.measurements.common import (
+    KV_NOT_STATED,
+    Converted,
+    catalog_reasons,
+    fmt,
+    layout_name,
+    ms,
+    num,
+    read_raw,
+    rid,
+    round_half_up,
+    row,
+    source_file,
+)
+
+PUBLISHER = "dstack"
+HARDWARE = {
+    "NVIDIA H100 80GB HBM3 (SXM5)": "h100-sxm",
+    "AMD Instinct MI300X": "mi300x",
+}
+PRECISIONS = {
+    "meta-llama/Llama-3.1-405B-FP8": (
+        "fp8",
+        "Meta's FP8 checkpoint (FP8 weights and activations in the MLP "
+        f"layers, attention 16-bit) -> fp8; {KV_NOT_STATED}",
+    ),
+    "amd/Llama-3.1-405B-Instruct-FP8-KV": (
+        "fp8-kv8",
+        "FP8-KV checkpoint (FP8 weights, activations and KV-cache scales) -> fp8-kv8",
+    ),
+}
+MODEL = "llama-3.1-405b"
+
+
+def _layout(r: dict[str, str]) -> tuple[int, int, int, str, bool]:
+    """(devices, tp, dp, note, derived) from the run label ('8xMi300x 2FP8-amd' = two replicas)."""
+    gpus = int(r["n_gpus"])
+    replicas = int(r["label"].split()[-1][0])
+    if replicas == 2:
+        return (
+            gpus,
+            gpus // 2,
+            2,
+            (
+                f"label '{r['label']}': two replicas of tp {gpus // 2} on {gpus} GPUs (the "
+                f"blog's 'two replicas on 4xMI300x'; the printed tp {r['tp']} is the whole "
+                "node)"
+            ),
+            True,
+        )
+    if r["tp"]:
+        return gpus, int(r["tp"]), 1, f"one replica, tp {r['tp']} on {gpus} GPUs", False
+    return (
+        gpus,
+        0,
+        1,
+        (
+            f"one replica on {gpus} GPUs; tp not printed: layout assumes tensor parallelism "
+            f"over the {gpus} (pp = 1)"
+        ),
+        False,
+    )
+
+
+def _common(r: dict[str, str], name: str) -> tuple[dict, list[str], list[str], bool]:
+    hw = HARDWARE[r["accelerator"]]
+    prec, p_note = PRECISIONS[r["model_checkpoint"]]
+    devices, tp, dp, l_note, derived = _layout(r)
+    cols = dict(  # noqa: C408 (column names as keywords)
+        publisher=PUBLISHER,
+        source_file=source_file(name),
+        hardware=hw,
+        hardware_raw=f"{r['accelerator']} ({r['label']})",
+        devices=devices,
+        tp=tp or None,
+        dp=dp if dp > 1 else None,
+        layout=layout_name(tp or devices, None, None, dp),
+        model=MODEL,
+        model_raw=r["model_checkpoint"],
+        precision=prec,
+        engine="vllm",
+        engine_version="",
+    )
+    notes = [p_note, l_note, f"{r['framework']}; vLLM version not printed in the data"]
+    return cols, catalog_reasons(hw, MODEL), notes, derived
+
+
+class Offline:
+    KEY = "dstackoff"
+    FILE = "dstack_llama405b_fp8_h100_vs_mi300x_offline.csv"
+    NAME = "dstack offline"
+    RAW_ROWS = 93
+
+    @classmethod
+    def convert(cls, path: Path) -> Converted:
+        raw = read_raw(path)
+        out = []
+        elapsed_seen: dict[tuple[str, str, str, str, str], int] = {}
+        for i, r in enumerate(raw, 1):
+            cols, skip, notes, derived = _common(r, cls.FILE)
+            batch, isl, osl = int(r["num_prompts_batch"]), int(r["input_len"]), int(r["output_len"])
+            if int(r["total_num_tokens"]) != batch * (isl + osl) * (cols["dp"] or 1):
+                raise ValueError(f"{path.name} row {i}: total_num_tokens != batch x (ISL + OSL) x replicas")
+            key = (
+                r["model_checkpoint"],
+                r["input_len"],
+                r["output_len"],
+                r["num_prompts_batch"],
+                r["elapsed_s"],
+            )
+            notes.append(
+                f"all {batch} prompts submitted at once (num_prompts, the README's batch): a static batch "
+                "when the KV cache holds them all (the model checks the fit)"
+            )
+            if derived:
+                skip = [*skip, "derived"]
+                notes.append(
+                    f"elapsed time identical to row {rid(cls.KEY, elapsed_seen[key])} (one replica): the "
+                    "two-replica figures are that run doubled"
+                )
+            else:
+                elapsed_seen[key] = i
+            src = (
+                f"{r['source']} (dstack throughput comparison, {r['label']}, ISL/OSL {isl}/{osl}, "
+                f"{batch} prompts)"
+            )
+            total = Decimal(r["total_tokens_per_s"])
+            out.append(
+                row(
+                    id=rid(cls.KEY, i, suffix="total_throughput"),
+                    source=src,
+                    **cols,
+                    load="static",
+                    batch=batch,
+                    context=isl,
+                    output_len=osl,
+                    metric="total_throughput",
+                    value=fmt(total),
+                    unit="token/s",
+                    scope="per_system",
+                    statistic="as_published",
+                    skip=skip,
+                    notes=[*notes, "total_tokens_per_s = (prompt + output tokens) / elapsed, as published"],
+                )
+            )
+            out.append(
+                row(
+                    id=rid(cls.KEY, i, suffix="throughput"),
+                    source=src,
+                    **cols,
+                    load="static",
+                    batch=batch,
+                    context=isl,
+                    output_len=osl,
+                    metric="throughput",
+                    value=num(r["derived_output_tokens_per_s"]),
+                    unit="token/s",
+                    scope="per_system",
+                    statistic="as_published",
+                    skip=[*skip, "derived"],
+                    notes=[
+                        *notes,
+                        f"output tokens/s = {batch} x {osl} / {r['elapsed_s']} s (not printed by the "
+                        f"source): the total_throughput row {rid(cls.KEY, i, suffix='total_throughput')} "
+                        "is kept",
+                    ],
+                )
+            )
+        return Converted(
+            out,
+            len(raw),
+            accounting=(
+                f"{len(raw)} raw rows -> {len(out)} tidy rows: input+output tokens/s (published) and output "
+                "tokens/s (derived from the same run, not usable) per raw row."
+            ),
+        )
+
+
+#: (id suffix, raw column, metric, statistic)
+SERVING = (
+    ("throughput", "output_tokens_per_s", "throughput", None),
+    ("total_throughput", "total_tokens_per_s", "total_throughput", None),
+    ("ttft-mean", "mean_ttft_ms", "ttft", "mean"),
+    ("ttft-median", "median_ttft_ms", "ttft", "median"),
+    ("ttft-p99", "p99_ttft_ms", "ttft", "p99"),
+    ("tpot-mean", "mean_tpot_ms", "tpot", "mean"),
+    ("tpot-median", "median_tpot_ms", "tpot", "median"),
+    ("tpot-p99", "p99_tpot_ms", "tpot", "p99"),
+    ("itl-mean", "mean_itl_ms", "tpot", "mean"),
+    ("itl-median", "median_itl_ms", "tpot", "median"),
+    ("itl-p99", "p99_itl_ms", "tpot", "p99"),
+)
+MAX_LOAD_QPS = Decimal(1000)
+
+
+class Serving:
+    KEY = "dstacksrv"
+    FILE = "dstack_llama405b_fp8_h100_vs_mi300x_serving.csv"
+    NAME = "dstack serving"
+    RAW_ROWS = 15
+
+    @classmethod
+    def convert(cls, path: Path) -> Converted:
+        raw = read_raw(path)
+        max_rps = {
+            r["label"]: Decimal(r["request_throughput"])
+            for r in raw
+            if Decimal(r["request_rate_qps"]) == MAX_LOAD_QPS
+        }
+        out = []
+        for i, r in enumerate(raw, 1):
+            cols, skip, notes, _ = _common(r, cls.FILE)
+            done = int(r["completed"])
+            isl = round_half_up(Decimal(r["total_input_tokens"]) / done)
+            osl = round_half_up(Decimal(r["total_output_tokens"]) / done)
+            qps, rps = Decimal(r["request_rate_qps"]), Decimal(r["request_throughput"])
+            notes += [
+                f"ShareGPT prompts: context/output = mean tokens per request {r['total_input_tokens']} / "
+                f"{done} and {r['total_output_tokens']} / {done}, rounded",
+                f"measured request throughput {fmt(rps)} req/s (folded into this note); at 1000 req/s "
+                f"{fmt(max_rps[r['label']])} req/s",
+                f"server: num_scheduler_steps {r['num_scheduler_steps']}, chunked prefill "
+                f"{r['enable_chunked_prefill']}, max_num_batched_tokens {r['max_num_batched_tokens']}, "
+                f"max_num_seqs {r['max_num_seqs']}",
+            ]
+            if qps == MAX_LOAD_QPS:
+                load, batch, rate = "max_load", "max", None
+                notes.append(
+                    f"{r['num_prompts']} prompts at {fmt(qps)} req/s arrive within a second: maximum load, "
+                    "batch_cap = max_num_seqs"
+                )
+            else:
+                load, batch, rate = "online", None, qps
+                if qps > max_rps[r["label"]]:
+                    skip = [*skip, "saturated"]
+                    notes.append(
+                        "request rate above the maximum request throughput: the queue, not the engine, "
+                        "holds most requests, so Little's law gives no engine batch"
+                    )
+            src = (
+                f"{r['source']} (dstack QPS comparison, {r['label']}, {r['num_prompts']} ShareGPT prompts "
+                f"at {qps} QPS)"
+            )
+            for suffix, col, metric, stat in SERVING:
+                mskip, mnotes = list(skip), list(notes)
+                if metric in ("throughput", "total_throughput"):
+                    value, unit = num(r[col]), "token/s"
+                    stat = "max_load" if load == "max_load" else "as_published"
+                    if metric == "total_throughput":
+                        mskip.append("repeat")
+                        mnotes.append(
+                            f"total = output x (input + output tokens) / output tokens: the output row "
+                            f"{rid(cls.KEY, i, suffix='throughput')} is kept"
+                        )
+                else:
+                    value, unit = ms(r[col]), "s"
+                    if stat == "p99":
+                        mskip.append("p99")
+                    elif suffix.startswith("itl") or stat == "median":
+                        mskip.append("repeat")
+                        mnotes.append(
+                            f"the mean {metric.upper()} row {rid(cls.KEY, i, suffix=metric + '-mean')} "
+                            "is kept"
+                            if not suffix.startswith("itl")
+                            else f"ITL (all inter-token gaps) beside TPOT: the mean TPOT row "
+                            f"{rid(cls.KEY, i, suffix='tpot-mean')} is kept"
+                        )
+                    if metric == "ttft" and load == "max_load":
+                        mskip.append("queueing")
+                out.append(
+                    row(
+                        id=rid(cls.KEY, i, suffix=suffix),
+                        source=src,
+                        **cols,
+                        load=load,
+                        batch=batch,
+                        batch_cap=int(r["max_num_seqs"]),
+                        request_rate=fmt(rate) if rate is not None else None,
+                        context=isl,
+                        output_len=osl,
+                        metric=metric,
+                        value=value,
+                        unit=unit,
+                        scope="per_system",
+                        statistic=stat,
+                        skip=mskip,
+                        notes=mnotes,
+                    )
+                )
+        return Converted(
+            out,
+            len(raw),
+            folded={"request throughput folded into the notes": len(raw)},
+            accounting=(
+                f"{len(raw)} raw rows -> {len(out)} tidy rows: output and total tokens/s and "
+                "mean/median/p99 of TTFT, TPOT and ITL per raw row (ITL mapped to tpot); the "
+                "request throughput column is folded into the notes."
+            ),
+        )

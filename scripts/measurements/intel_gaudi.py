@@ -1,0 +1,114 @@
+"""Intel Gaudi model-performance pages (Gaudi software 1.18.0, PyTorch 2.4.0), Gaudi 2 and Gaudi 3: LLM
+throughput at a fixed batch (tokens/s, whether input tokens count is not stated) and a Gaudi 2
+batch-1 "low latency" table (the latency is not defined). One tidy row per raw row; none usable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scripts.measurements.common import (
+    KV_NOT_STATED,
+    Converted,
+    catalog_reasons,
+    head_padding_note,
+    layout_name,
+    ms,
+    num,
+    read_raw,
+    rid,
+    row,
+    source_file,
+)
+
+KEY = "gaudi"
+FILE = "intel_gaudi_model_performance_v1.18.csv"
+NAME = "Intel Gaudi"
+RAW_ROWS = 46
+
+HARDWARE = {"Intel Gaudi 3 (HL-325L)": "gaudi3", "Intel Gaudi 2 (HL-225H)": "gaudi2"}
+MODELS = {
+    "LLaMA 2 7b": "llama-2-7b",
+    "LLaMA 2 70b": "llama-2-70b",
+    "LLaMA 3.1 8B": "llama-3.1-8b",
+    "LLaMA 3.1 -8B": "llama-3.1-8b",
+    "LLaMA 3.1 70B": "llama-3.1-70b",
+    "Mistral 7b": "mistral-7b",
+}
+MISTRAL_WINDOW = 4096
+
+
+def convert(path: Path) -> Converted:
+    raw = read_raw(path)
+    out = []
+    for i, r in enumerate(raw, 1):
+        hw = HARDWARE[r["accelerator"]]
+        model = MODELS[r["model"]]
+        hpus = int(r["n_hpu"])
+        if r["precision"] != "fp8":
+            raise ValueError(f"{path.name} row {i}: unexpected precision {r['precision']!r}")
+        skip = catalog_reasons(hw, model)
+        notes = [
+            f"fp8 -> fp8 (W8A8 FP8); {KV_NOT_STATED}",
+            f"{hpus} HPU(s); parallel degrees not printed: layout assumes tensor parallelism over them "
+            "(pp = 1)",
+            head_padding_note(model, hpus),
+            f"engine: the Intel Gaudi software stack ({r['software']}); whether optimum-habana or the "
+            "vLLM fork served the model is not stated",
+        ]
+        isl = int(r["input_len"])
+        osl = int(r["output_len"]) if r["output_len"] else None
+        if model == "mistral-7b" and osl and isl + osl > MISTRAL_WINDOW:
+            skip.append("model_version")
+            notes.append(
+                "Mistral 7B version not printed; input+output > 4096 tokens, where the catalog "
+                "mistral-7b's (v0.1) sliding window binds and later versions have none"
+            )
+        if r["throughput_tokens_per_s"]:
+            metric, value, unit, stat = (
+                "throughput",
+                num(r["throughput_tokens_per_s"]),
+                "token/s",
+                "as_published",
+            )
+            skip.append("convention")
+            notes.append(
+                "the page's 'Throughput (tokens/sec)' does not say whether input tokens count, and the "
+                "numbers do not settle it (metric left as throughput); static batch of the printed size"
+            )
+        else:
+            metric, value, unit, stat = "ttft", ms(r["latency_ms"]), "s", "as_published"
+            skip.append("latency_definition")
+            notes.append(
+                f"table '{r['table']}': a batch-1 latency in ms at input {isl}, output length not printed; "
+                "the page does not define it (metric left as ttft, its closest reading, not asserted)"
+            )
+        out.append(
+            row(
+                id=rid(KEY, i),
+                publisher="Intel",
+                source_file=source_file(FILE),
+                source=f"{r['source']} ({r['table']}, {r['accelerator']}, {r['model']}, {hpus} HPU)",
+                hardware=hw,
+                hardware_raw=f"{r['accelerator']} ({r['system']})",
+                devices=hpus,
+                tp=None,
+                layout=layout_name(hpus),
+                model=model,
+                model_raw=r["model"],
+                precision="fp8",
+                engine="gaudi",
+                engine_version=r["software"],
+                load="static",
+                batch=int(r["batch_size"]),
+                context=isl,
+                output_len=osl,
+                metric=metric,
+                value=value,
+                unit=unit,
+                scope="per_system",
+                statistic=stat,
+                skip=skip,
+                notes=notes,
+            )
+        )
+    return Converted(out, len(raw), accounting=f"{len(raw)} raw rows -> {len(out)} tidy rows (one each).")

@@ -1,0 +1,126 @@
+"""NVIDIA TensorRT-LLM v0.9.0 performance overview: per-GPU output tokens/s of static batches
+("Peak Throughput") and batch-1 first-token latency ("Low Latency"). One tidy row per raw row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scripts.measurements.common import (
+    KV_NOT_STATED,
+    Converted,
+    catalog_reasons,
+    head_padding_note,
+    layout_name,
+    ms,
+    num,
+    read_raw,
+    rid,
+    row,
+    source_file,
+)
+
+KEY = "trtllm090"
+FILE = "trtllm_perf_overview_v0.9.0.csv"
+NAME = "TensorRT-LLM v0.9.0"
+RAW_ROWS = 126
+
+HARDWARE = {
+    "H200": ("h200-sxm", "source prints 'H200' only; mapped to the catalog's H200 SXM 141 GB"),
+    "H100": ("h100-sxm", "source prints 'H100' only; mapped to the catalog's H100 SXM 80 GB"),
+    "A100": (
+        "a100-sxm-80g",
+        "source prints 'A100' only (no form factor/memory); mapped to the catalog's A100 SXM 80 GB",
+    ),
+    "L40S": ("l40s", ""),
+}
+MODELS = {
+    "GPT-J 6B": ("gpt-j-6b", ""),
+    "Mistral 7B": (
+        "mistral-7b",
+        "version not printed; input+output <= 4096 tokens so the catalog "
+        "mistral-7b's 4096-token sliding window never binds",
+    ),
+    "LLaMA 7B": ("llama-2-7b", "'LLaMA 7B' is Llama-2-7B (measurements README)"),
+    "LLaMA 70B": ("llama-2-70b", "'LLaMA 70B' is Llama-2-70B (measurements README)"),
+    "Falcon 180B": ("falcon-180b", ""),
+    "Mixtral 8x7B": ("mixtral-8x7b", ""),
+}
+PRECISIONS = {
+    "FP8": ("fp8", f"FP8 -> fp8 (W8A8 FP8); {KV_NOT_STATED}"),
+    "FP16": ("fp16", f"FP16 -> fp16; {KV_NOT_STATED}"),
+}
+
+
+def convert(path: Path) -> Converted:
+    raw = read_raw(path)
+    out = []
+    for i, r in enumerate(raw, 1):
+        hw, hw_note = HARDWARE[r["gpu"]]
+        model, m_note = MODELS[r["model"]]
+        prec, p_note = PRECISIONS[r["precision"]]
+        tp = int(r["tp"])
+        notes = [
+            hw_note,
+            m_note,
+            p_note,
+            f"source states TP only (no PP/DP column): devices = tp = {tp}; layout assumes pp = 1",
+            head_padding_note(model, tp),
+        ]
+        batch = int(r["batch_size"])
+        if r["table"] == "Peak Throughput":
+            metric, value, unit, scope, out_len = (
+                "throughput",
+                num(r["output_tokens_per_s_per_gpu"]),
+                "token/s",
+                "per_device",
+                r["output_len"],
+            )
+            notes.append(
+                "output tokens/s per GPU (compare with throughput_per_device); static batching "
+                "at the printed batch"
+            )
+        else:
+            metric, value, unit, scope, out_len = (
+                "ttft",
+                ms(r["first_token_latency_ms"]),
+                "s",
+                "per_system",
+                "",
+            )
+            if batch != 1:
+                raise ValueError(f"{path.name} row {i}: Low Latency row with batch {batch}")
+            notes.append(
+                "batch-1 first-token latency (printed in ms); output length not printed "
+                "(does not affect TTFT)"
+            )
+        out.append(
+            row(
+                id=rid(KEY, i),
+                publisher="NVIDIA",
+                source_file=source_file(FILE),
+                source=f"{r['source']} (TensorRT-LLM v{r['trtllm_version']} perf overview, table "
+                f"'{r['table']}', {r['gpu']} {r['precision']})",
+                hardware=hw,
+                hardware_raw=r["gpu"],
+                devices=tp,
+                tp=tp,
+                layout=layout_name(tp),
+                model=model,
+                model_raw=r["model"],
+                precision=prec,
+                engine="trtllm",
+                engine_version=r["trtllm_version"],
+                load="static",
+                batch=batch,
+                context=int(r["input_len"]),
+                output_len=out_len,
+                metric=metric,
+                value=value,
+                unit=unit,
+                scope=scope,
+                statistic="as_published",
+                skip=catalog_reasons(hw, model),
+                notes=notes,
+            )
+        )
+    return Converted(out, len(raw), accounting=f"{len(raw)} raw rows -> {len(out)} tidy rows (one each).")
