@@ -789,4 +789,7 @@ def _resolve(eng: Engine, device: Device, overlay: Mapping[str, Any],
     fitted = _overlay_levels(overlay, eng.id, problems)
     if problems:
         raise SpecError(problems, "engine overlay")
-    return _resolve_levels(eng, device, fitted)
+    params = _resolve_levels(eng, device, fitted)
+    if note:
+        params.origin.update({k: v + note for k, v in params.origin.items()})
+    return params
