@@ -271,6 +271,13 @@ def _known_vendors() -> tuple[str, ...]:
     return tuple(sorted({d.vendor for d in _catalog_devices().values()}))
 
 
+def _suggest(name: str, known: Iterable[str]) -> str:
+    """``suggest`` that also catches a difference of case only ('Nvidia' -> 'NVIDIA')."""
+    known = list(known)
+    same = [k for k in known if k.lower() == str(name).lower()]
+    return f" (did you mean {same[0]!r}?)" if same else suggest(name, known)
+
+
 def _check_target(text: Any, where: str, problems: list[str], *, allow_all: bool = True) -> bool:
     """A ``runs_on`` / ``[delegate]`` key: ``all``, ``vendor:<v>``, ``class:<c>``, ``device:<id>``
     that matches at least one catalog device."""
@@ -290,7 +297,7 @@ def _check_target(text: Any, where: str, problems: list[str], *, allow_all: bool
         return False
     if kind == "vendor" and not any(d.vendor == value for d in devices):
         problems.append(f"{where}: {text!r} matches no catalog device (vendor strings are "
-                        f"exact){suggest(value, _known_vendors())}")
+                        f"exact){_suggest(value, _known_vendors())}")
         return False
     if kind == "class" and not any(d.cls == value for d in devices):
         problems.append(f"{where}: {text!r} matches no catalog device{suggest(value, CLASSES)}")
@@ -307,13 +314,12 @@ def _check_target(text: Any, where: str, problems: list[str], *, allow_all: bool
 
 
 def _range_problem(name: str, spec: ParamSpec, v: float, where: str) -> str:
+    if spec.whole and math.isfinite(v) and not float(v).is_integer() and spec.lo <= v <= spec.hi:
+        return f"{where} = {v:g} must be a whole number [{spec.unit}]: {spec.meaning}"
     hint = ""
     if spec.dimension == "time" and v > spec.hi:
         hint = " (a plain number is in seconds: write e.g. '2.5 ms')"
-    elif spec.whole and math.isfinite(v) and not float(v).is_integer():
-        hint = " (must be a whole number)"
-    return (f"{where}: {name} = {v:g} [{spec.unit}] is outside {spec.interval()}{hint}: "
-            f"{spec.meaning}")
+    return f"{where} = {v:g} [{spec.unit}] is outside {spec.interval()}{hint}: {spec.meaning}"
 
 
 def _is_inf_text(v: Any) -> bool:
@@ -402,7 +408,7 @@ def _read_overrides(raw: dict[str, Any], kind: str, file: str, problems: list[st
                             "device": tuple(_catalog_devices())}[kind]
     for key, table in tables.items():
         if key not in known:
-            problems.append(f"{file}: [{kind}.{key}]: unknown {kind}{suggest(key, known)}")
+            problems.append(f"{file}: [{kind}.{key}]: unknown {kind}{_suggest(key, known)}")
             continue
         levels[(kind, key)] = _read_level(table, f"{kind}.{tomlio.key(key)}", file, problems)
 
@@ -664,7 +670,7 @@ def _overlay_levels(overlay: Mapping[str, Any], engine_id: str,
             for key, table in body.items():
                 if key not in known[level]:
                     problems.append(f"overlay [{label}.{level}.{key}]: unknown {level}"
-                                    f"{suggest(key, known[level])}")
+                                    f"{_suggest(key, known[level])}")
                     continue
                 out[(level, key)] = _overlay_level(table, f"{label}.{level}.{tomlio.key(key)}",
                                                    problems)

@@ -364,7 +364,8 @@ CORRUPTIONS = {
     "bad_level_table": (lambda r: r.setdefault("class", {}).__setitem__("systolic", 5),
                         "[class.systolic] must be a table"),
     "runs_on_nothing": (lambda r: r["runs_on"].append("vendor:Nvidia"),
-                        "'vendor:Nvidia' matches no catalog device"),
+                        "'vendor:Nvidia' matches no catalog device (vendor strings are exact) "
+                        "(did you mean 'NVIDIA'?)"),
     "runs_on_form": (lambda r: r["runs_on"].append("nvidia"), "'nvidia' is not 'all'"),
     "delegate_unknown": (lambda r: r.__setitem__("delegate", {"vendor:AMD": "vlm"}),
                          "'vendor:AMD' = 'vlm': unknown engine"),
@@ -381,7 +382,7 @@ CORRUPTIONS = {
     "missing_required": (lambda r: r["defaults"].pop("memory_fraction"),
                          "[defaults] lacks memory_fraction"),
     "not_whole": (lambda r: r["defaults"].__setitem__("max_batch", src(10.5)),
-                  "must be a whole number"),
+                  "max_batch = 10.5 must be a whole number"),
     "seconds_for_ms": (lambda r: r["defaults"].__setitem__("iteration_overhead", src(2.5)),
                        "write e.g. '2.5 ms'"),
     "missing_text": (lambda r: r.pop("versions"), "missing text field 'versions'"),
