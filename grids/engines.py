@@ -524,7 +524,8 @@ def parse_engine(raw: dict[str, Any], file: str, *, expected_id: str | None = No
 
 
 def _failed(raw: dict[str, Any], name: str) -> bool:
-    """Whether ``[defaults]`` has ``name`` at all (then a bad value was reported already)."""
+    """Whether ``[defaults]`` gives ``name`` (``bf16`` for a compute table), so that a missing
+    resolved value means a bad value, already reported, not an absent one."""
     d = raw.get("defaults")
     if not isinstance(d, dict) or name not in d:
         return False
