@@ -127,7 +127,7 @@ def test_usable_rows_parse_with_the_catalog():
                 cache[key] = _loads(loader, r[kind])
             assert cache[key], (r["id"], kind, r[kind])
         grids.parse_precision(r["precision"])
-        layout = grids.parse_layout(r["layout"])
+        layout = grids.parse_layout(r["parallelism"])
         assert layout.devices == int(r["devices"]), r["id"]
         for deg in ("tp", "pp", "ep", "dp"):
             if r[deg]:

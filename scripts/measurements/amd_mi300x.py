@@ -63,7 +63,7 @@ def convert(path: Path) -> Converted:
             hardware_raw=f"{r['accelerator']} ({r['system']})",
             devices=8,
             tp=r["tp"] or None,
-            layout=layout_name(8),
+            parallelism=layout_name(8),
             model=model,
             model_raw=r["model"],
             precision=prec,

@@ -132,7 +132,7 @@ def convert(path: Path) -> Converted:
                     pp=r["pp"] or None,
                     ep=ep,
                     dp=dp if r["dp"] else None,
-                    layout=layout,
+                    parallelism=layout,
                     model=model,
                     model_raw=r["model"],
                     precision=prec,

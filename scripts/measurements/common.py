@@ -283,17 +283,17 @@ def check_rows(rows: list[dict[str, str]], schema: dict = SCHEMA) -> list[str]:
             problems.append(f"{rid_}: usable={r['usable']} but skip_reason={r['skip_reason']!r}")
         if (
             r["devices"]
-            and r["layout"]
+            and r["parallelism"]
             and not relative
-            and (parse_layout(r["layout"]).devices != int(r["devices"]))
+            and (parse_layout(r["parallelism"]).devices != int(r["devices"]))
         ):
-            problems.append(f"{rid_}: devices {r['devices']} != devices of layout {r['layout']}")
+            problems.append(f"{rid_}: devices {r['devices']} != devices of layout {r['parallelism']}")
         if r["load"] == "max_load" and r["batch"] not in ("max", ""):
             problems.append(f"{rid_}: max_load row with batch {r['batch']!r} (must be 'max')")
         if r["load"] in ("static", "online") and r["batch"] == "max":
             problems.append(f"{rid_}: {r['load']} row with batch 'max'")
         if r["usable"] == "yes":
-            need = ["hardware", "model", "precision", "layout", "batch", "context", "devices", "load"]
+            need = ["hardware", "model", "precision", "parallelism", "batch", "context", "devices", "load"]
             if r["metric"] not in ("ttft", "prefill_throughput"):
                 need.append("output_len")
             if r["load"] == "online":

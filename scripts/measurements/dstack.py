@@ -91,7 +91,7 @@ def _common(r: dict[str, str], name: str) -> tuple[dict, list[str], list[str], b
         devices=devices,
         tp=tp or None,
         dp=dp if dp > 1 else None,
-        layout=layout_name(tp or devices, None, None, dp),
+        parallelism=layout_name(tp or devices, None, None, dp),
         model=MODEL,
         model_raw=r["model_checkpoint"],
         precision=prec,

@@ -92,7 +92,7 @@ def convert(path: Path) -> Converted:
                 hardware_raw=f"{r['accelerator']} ({r['system']})",
                 devices=hpus,
                 tp=None,
-                layout=layout_name(hpus),
+                parallelism=layout_name(hpus),
                 model=model,
                 model_raw=r["model"],
                 precision="fp8",

@@ -85,7 +85,7 @@ def convert(path: Path) -> Converted:
                 devices=chips,
                 tp=tp,
                 dp=dp,
-                layout=layout,
+                parallelism=layout,
                 model=model,
                 model_raw=r["model"],
                 precision=prec,

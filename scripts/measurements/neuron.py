@@ -208,7 +208,7 @@ def convert(path: Path) -> Converted:
                     hardware_raw=r["instance_type"],
                     devices=devices,
                     tp=devices,
-                    layout=layout_name(devices),
+                    parallelism=layout_name(devices),
                     model=model,
                     model_raw=r["model"],
                     precision=prec,

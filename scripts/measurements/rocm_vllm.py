@@ -86,7 +86,7 @@ def convert(path: Path) -> Converted:
                 devices=8,
                 tp=8,
                 pp=1,
-                layout=layout_name(8),
+                parallelism=layout_name(8),
                 model=model,
                 model_raw=r["model"],
                 precision="fp8-kv8",

@@ -123,7 +123,7 @@ def convert(path: Path) -> Converted:
                 devices=r["devices"],
                 tp=tp,
                 dp=dp,
-                layout=layout,
+                parallelism=layout,
                 model=model,
                 model_raw=r["model"],
                 precision=prec,

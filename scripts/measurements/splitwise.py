@@ -115,7 +115,7 @@ def convert(path: Path) -> Converted:
                 hardware_raw=r["hardware"],
                 devices=tp,
                 tp=tp,
-                layout=layout_name(tp),
+                parallelism=layout_name(tp),
                 model=model,
                 model_raw=r["model"],
                 precision="fp16",

@@ -218,7 +218,7 @@ def convert(path: Path) -> Converted:
                     hardware_raw=r["hardware"],
                     devices=chips,
                     tp=chips,
-                    layout=layout,
+                    parallelism=layout,
                     model=model,
                     model_raw=r["model"],
                     precision=prec,

@@ -127,7 +127,7 @@ def convert(path: Path) -> Converted:
                     devices=tp,
                     tp=tp,
                     pp=int(r["pp"]),
-                    layout=layout_name(tp),
+                    parallelism=layout_name(tp),
                     model=model,
                     model_raw=r["model"],
                     precision="bf16",

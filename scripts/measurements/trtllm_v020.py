@@ -76,7 +76,7 @@ def convert(path: Path) -> Converted:
                 devices=tp,
                 tp=tp,
                 pp=1,
-                layout=layout_name(tp),
+                parallelism=layout_name(tp),
                 model=model,
                 model_raw=r["model"],
                 precision=prec,

@@ -104,7 +104,7 @@ def convert(path: Path) -> Converted:
                 hardware_raw=r["gpu"],
                 devices=tp,
                 tp=tp,
-                layout=layout_name(tp),
+                parallelism=layout_name(tp),
                 model=model,
                 model_raw=r["model"],
                 precision=prec,

@@ -87,7 +87,7 @@ def convert(path: Path) -> Converted:
                 devices=devices,
                 tp=tp,
                 pp=pp,
-                layout=layout_name(tp, pp),
+                parallelism=layout_name(tp, pp),
                 model=model,
                 model_raw=r["model"],
                 precision=prec,
