@@ -10,18 +10,20 @@ from kernels.params import (
     BOUND_INFEASIBLE,
     BOUND_MEANINGS,
     HW_FIELDS,
+    INFEASIBLE_MEANINGS,
     LAYOUT_FIELDS,
     METRICS,
     MODEL_FIELDS,
     PRECISION_FIELDS,
+    PX_FIELDS,
     pack,
 )
 
 N_METRICS = len(METRICS)
 
-__all__ = ["BOUND_INFEASIBLE", "BOUND_MEANINGS", "HW_FIELDS", "LAYOUT_FIELDS", "METRICS",
-           "MODEL_FIELDS", "N_METRICS", "PRECISION_FIELDS", "evaluate_grid", "evaluate_points",
-           "pack"]
+__all__ = ["BOUND_INFEASIBLE", "BOUND_MEANINGS", "HW_FIELDS", "INFEASIBLE_MEANINGS",
+           "LAYOUT_FIELDS", "METRICS", "MODEL_FIELDS", "N_METRICS", "PRECISION_FIELDS",
+           "PX_FIELDS", "evaluate_grid", "evaluate_points", "pack"]
 
 
 def __getattr__(name: str):

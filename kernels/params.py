@@ -1,8 +1,9 @@
 """The kernels' array contract: column order of the per-axis parameter tables and of the outputs.
 
-``grids`` and ``sweep`` prepare, per axis, a dict ``{field name: 1-D array}``; :func:`pack` stacks it
-into the 2-D float64 table the kernels read, in the column order below, checking that every field
-is present. All values are in SI base units (bytes, B/s, FLOP/s, s, W) or plain counts.
+``sweep`` prepares, per axis, a dict ``{field name: 1-D array}``; :func:`pack` stacks it into the
+2-D float64 table the kernels read, in the column order below, checking that every field is
+present. All values are in SI base units (bytes, B/s, FLOP/s, s, W, USD) or plain counts; the
+meaning of every field is in ``docs/model.md`` section 1.
 """
 
 from __future__ import annotations
@@ -11,44 +12,61 @@ import numpy as np
 
 MAX_TIERS = 3
 
-#: hardware table columns: tiers fastest first; kind 0 = SRAM, 1 = DRAM; unused tiers have 0 capacity
+#: platform table columns: one row per (hardware, engine) pair. Tiers fastest first; kind 0 = SRAM,
+#: 1 = DRAM; unused tiers have 0 capacity. Bandwidth efficiencies and the usable capacity fraction
+#: already include the engine's factors; the engine's own costs follow the power fields.
 HW_FIELDS = (
     "tier0_capacity", "tier0_bandwidth", "tier0_efficiency", "tier0_kind",
     "tier1_capacity", "tier1_bandwidth", "tier1_efficiency", "tier1_kind",
     "tier2_capacity", "tier2_bandwidth", "tier2_efficiency", "tier2_kind",
     "host_capacity", "host_bandwidth", "host_efficiency",   # host tier; capacity 0 = none
-    "link_bandwidth", "link_latency", "domain_size",        # scale-up, per direction [B/s], [s]
+    "package_size", "package_bandwidth", "package_latency",  # in-package link, per direction
+    "domain_size", "link_bandwidth", "link_latency",        # scale-up, per direction [B/s], [s]
     "scaleout_bandwidth", "scaleout_latency",
-    "tdp", "idle",                                          # [W]
-    "flops_efficiency", "layer_overhead", "jitter", "capacity_fraction",
+    "tdp", "idle", "host_power",                            # [W] per device
+    "capacity_fraction", "jitter",
+    # engine
+    "layer_overhead", "iteration_overhead", "request_overhead",  # [s]
+    "comm_bytes", "link_efficiency", "collective_latency", "comm_overlap",
+    "max_batch", "prefill_chunk", "pads_heads",
+    "spec_tokens", "spec_acceptance", "spec_draft_cost",
+    "supported",
+    # cost
+    "cost_fixed", "cost_energy",                            # [USD/s per device], [USD/J]
 )
+
+#: platform x precision table fields (third axis of the (platform, precision, field) table)
+PX_FIELDS = ("peak", "eff_prefill", "eff_decode", "kv_factor", "weight_factor")
 
 #: model table columns (parameter and element counts, see grids.models.ModelArch)
 MODEL_FIELDS = (
     "n_layers", "d_model", "vocab_size",
     "params_linear",        # read every step at weight precision: attention, dense MLP,
                             # shared experts, router, norms
+    "params_attention",     # the attention part of params_linear (head padding scales it)
     "params_head",          # LM head read every step at embedding precision (the embedding when tied)
     "params_embed_only",    # input embedding stored but not read per step (0 when tied)
     "params_expert",        # one routed expert in one MoE layer
     "n_moe_layers", "n_experts", "experts_per_token",
-    "kv_elems_full", "kv_elems_window", "window",
+    "kv_elems_full", "kv_elems_window", "window", "window_chunked",
     "kv_tp_shardable", "n_kv_heads",
     "attn_flops_full_decode", "attn_flops_window_decode",
     "attn_flops_full_prefill", "attn_flops_window_prefill",
-    "act_elems", "tp_divisor",
+    "act_elems", "n_heads", "max_context",
 )
 
 #: precision table columns: bytes per element
 PRECISION_FIELDS = ("weight_bytes", "act_bytes", "kv_bytes", "embed_bytes")
 
 #: layout table columns
-LAYOUT_FIELDS = ("tp", "pp", "ep", "dp", "offload")
+LAYOUT_FIELDS = ("tp", "pp", "ep", "dp", "offload", "spill")
 
 #: output metrics, in the order of the kernels' output array's first axis
 METRICS = (
     "ttft", "tpot", "e2e_latency", "throughput", "total_throughput", "throughput_per_device",
-    "tokens_per_joule", "power", "memory_per_device", "fits", "bound",
+    "tokens_per_joule", "tokens_per_joule_system", "power", "system_power",
+    "cost_per_mtok", "tokens_per_dollar",
+    "memory_per_device", "host_fraction", "fits", "infeasible_reason", "bound",
     "arithmetic_intensity", "mfu", "mbu", "latency_cov", "min_devices",
 )
 M = {name: i for i, name in enumerate(METRICS)}
@@ -57,12 +75,19 @@ M = {name: i for i, name in enumerate(METRICS)}
 BOUND_MEANINGS = ("compute", "sram", "dram", "host_link", "interconnect", "overhead")
 BOUND_INFEASIBLE = -1
 
+#: values of ``infeasible_reason`` (0 = feasible), docs/model.md section 2
+INFEASIBLE_MEANINGS = ("feasible", "engine_unsupported", "no_compute_dtype", "tp_heads",
+                       "ep_experts", "pp_layers", "no_host_tier", "batch_cap", "context_window",
+                       "memory", "host_capacity")
+R = {name: i for i, name in enumerate(INFEASIBLE_MEANINGS)}
+
 
 def _index(fields: tuple[str, ...]) -> dict[str, int]:
     return {name: i for i, name in enumerate(fields)}
 
 
 HW = _index(HW_FIELDS)
+PX = _index(PX_FIELDS)
 MD = _index(MODEL_FIELDS)
 PR = _index(PRECISION_FIELDS)
 LY = _index(LAYOUT_FIELDS)

@@ -1,19 +1,38 @@
-"""Independent plain-Python reference of the roofline model, written from ``docs/model.md`` only.
+"""Independent plain-Python reference of the performance model, written from ``docs/model.md`` only.
 
-Nothing here is shared with ``kernels.roofline`` / ``kernels.grid``: it reads the same packed tables
-(the array contract of :mod:`kernels.params`) but evaluates each point with straightforward scalar
-Python, one function per section of the specification. Section numbers in comments refer to
-``docs/model.md``.
+Nothing here is shared with ``kernels.roofline`` / ``kernels.grid``: it reads the same tables (the
+array contract of :mod:`kernels.params`) but evaluates each point with scalar Python floats and
+:mod:`math`, one function per section of the specification. Comments name the section and the
+equation number of ``docs/model.md`` (v2: platforms = hardware x engine).
 
 :func:`reference_point` evaluates one point from dicts (field name -> value) and returns
 ``{metric name: float}``; :func:`reference_grid` has the signature of ``kernels.evaluate_grid`` and
 loops over the Cartesian grid one point at a time (the per-point Python baseline);
-:func:`reference_points` mirrors ``kernels.evaluate_points``.
+:func:`reference_points` mirrors ``kernels.evaluate_points`` (including its ``inflight`` flags).
 
-Besides the metrics, :func:`reference_point` can report (``diagnostics=True``) the intermediate
-quantities and two flags, ``near_fit_edge`` and ``near_bound_tie``, that say whether a discrete
-decision (fits / bound) sits within a relative 1e-9 of its threshold, where float32 storage or a
-different but equivalent summation order may legitimately flip it.
+With ``diagnostics=True``, :func:`reference_point` also returns the intermediate quantities and
+flags that say whether a discrete decision sits within a relative 1e-9 of its threshold, where an
+equivalent but different order of floating-point operations may legitimately flip it:
+``near_fit_edge`` (fits, codes 9-10), ``near_bound_tie`` (bound), ``near_cov_tie`` (the branch of
+latency_cov), ``near_min_devices`` (the ceiling of (14)) and ``near_stage_step`` (the ceiling that
+sets the busiest pipeline stage's layers ``L_s``, on which every metric depends).
+
+Readings of the page where its text admits more than one (reported to the kernel's author, so
+that the page can say which is meant; the kernel agrees with each):
+
+* a segment that does not fit the device tiers fills what is left of them and only its excess goes
+  to the host tier (section 4); without ``spill`` (code 9) that excess still counts in the host
+  bytes of ``host_fraction``, which then says how much of the point did not fit;
+* the host tier's time has no segment factor ``g_seg`` (section 4 writes it without one);
+* a speculative round ``t_dec(k_s + 1)`` is a decode step on ``k_s + 1`` tokens per sequence:
+  besides the FLOPs and the activation traffic that section 7 names, the collectives' and hops'
+  payloads, the EP assignments (``phi``) and the experts they touch (``u``) scale too;
+* "the decode step" of sections 9 and 10 is ``t_dec(1)``: its FLOPs, traffic, ``t_comp``,
+  ``t_mem``, ``t_peak``, stage pass and communication give ``arithmetic_intensity``, ``mfu``,
+  ``mbu``, ``bound`` and ``latency_cov`` (the decode power's busy time is a speculative
+  round's, section 9);
+* "expert bytes / all bytes" of section 10 is the "experts" traffic entry of section 7,
+  ``(1 - off) W_exp u``, over every byte of the step, host traffic included.
 """
 
 from __future__ import annotations
@@ -23,13 +42,22 @@ import math
 
 import numpy as np
 
-from kernels.params import HW_FIELDS, LAYOUT_FIELDS, METRICS, MODEL_FIELDS, PRECISION_FIELDS
+from kernels.params import (
+    HW_FIELDS,
+    LAYOUT_FIELDS,
+    METRICS,
+    MODEL_FIELDS,
+    PRECISION_FIELDS,
+    PX_FIELDS,
+)
 
 N_TIERS = 3
 NAN = float("nan")
 _EDGE = 1e-9          # relative distance to a threshold below which a decision is "near a tie"
 
 BOUND_COMPUTE, BOUND_SRAM, BOUND_DRAM, BOUND_HOST, BOUND_INTERCONNECT, BOUND_OVERHEAD = range(6)
+(FEASIBLE, ENGINE_UNSUPPORTED, NO_COMPUTE_DTYPE, TP_HEADS, EP_EXPERTS, PP_LAYERS, NO_HOST_TIER,
+ BATCH_CAP, CONTEXT_WINDOW, MEMORY, HOST_CAPACITY) = range(11)
 
 
 def _near(a: float, b: float) -> bool:
@@ -37,108 +65,178 @@ def _near(a: float, b: float) -> bool:
     return scale > 0 and abs(a - b) <= _EDGE * scale
 
 
+def _near_integer(x: float) -> bool:
+    """``x`` is within a relative 1e-9 of an integer (a ceiling or floor of it is a coin toss)."""
+    return abs(x - round(x)) <= _EDGE * max(abs(x), 1.0)
+
+
 # --------------------------------------------------------------------------------------- section 2
-def is_compatible(hw: dict, md: dict, peak: float, ly: dict) -> bool:
-    """Section 2: structural feasibility (before any capacity check)."""
-    tp, pp, ep, off = ly["tp"], ly["pp"], ly["ep"], ly["offload"]
+def structural_reason(hw: dict, md: dict, px: dict, ly: dict, batch: float, context: float,
+                      output_len: float) -> int:
+    """Section 2, codes 1-8: the first rule (in table order) that the point breaks, else 0.
+
+    Codes 9 and 10 need the placement of section 4 (:func:`place`)."""
+    tp, pp, ep = ly["tp"], ly["pp"], ly["ep"]
     n_exp = md["n_experts"]
-    if peak == 0:
-        return False
-    if math.fmod(md["tp_divisor"], tp) != 0:
-        return False
+    if hw["supported"] == 0:
+        return ENGINE_UNSUPPORTED
+    if px["peak"] == 0:
+        return NO_COMPUTE_DTYPE
+    if math.fmod(md["n_heads"], tp) != 0 and hw["pads_heads"] == 0:
+        return TP_HEADS
     if ep > 1 and (n_exp == 0 or math.fmod(n_exp, ep) != 0):
-        return False
+        return EP_EXPERTS
     if pp > md["n_layers"]:
-        return False
-    return not (off > 0 and hw["host_capacity"] == 0)
+        return PP_LAYERS
+    if (ly["offload"] > 0 or ly["spill"] != 0) and hw["host_capacity"] == 0:
+        return NO_HOST_TIER
+    if batch > hw["max_batch"]:
+        return BATCH_CAP
+    if context + output_len > md["max_context"]:
+        return CONTEXT_WINDOW
+    return FEASIBLE
+
+
+def is_compatible(hw: dict, md: dict, px: dict, ly: dict) -> bool:
+    """Section 2, codes 1-6: the platform, precision and layout can take the model at all
+    (the workload rules 7-8 and the capacity rules 9-10 aside)."""
+    return structural_reason(hw, md, px, ly, 1.0, 0.0, 0.0) in (FEASIBLE, BATCH_CAP,
+                                                                 CONTEXT_WINDOW)
 
 
 # --------------------------------------------------------------------------------------- section 3
-def kv_elems(md: dict, length: float) -> float:
-    """Per-sequence KV elements at sequence length ``length`` (section 3 (2))."""
+def head_padding(hw: dict, md: dict, ly: dict) -> float:
+    """Section 3, head padding: ``a_pad = ceil(H/tp) tp / H`` when tp does not divide H."""
+    h, tp = md["n_heads"], ly["tp"]
+    if math.fmod(h, tp) != 0 and hw["pads_heads"] != 0:
+        return math.ceil(h / tp) * tp / h
+    return 1.0
+
+
+def window_len(md: dict, x: float) -> float:
+    """Section 3 (3): ``w(x) = x`` when ``W = 0``, else ``min(x, W)`` (sliding and chunked)."""
     w = md["window"]
-    windowed = length if w == 0 else min(length, w)
-    return md["kv_elems_full"] * length + md["kv_elems_window"] * windowed
-
-
-def window_min(x: float, w: float) -> float:
-    """``min(x, W)`` with ``W = 0`` meaning no window."""
     return x if w == 0 else min(x, w)
 
 
+def kv_elems(md: dict, x: float) -> float:
+    """Section 3 (3): per-sequence KV elements at length ``x``."""
+    return md["kv_elems_full"] * x + md["kv_elems_window"] * window_len(md, x)
+
+
 def kv_shard_fraction(md: dict, tp: float) -> float:
+    """Section 3 (3): ``f_kv``."""
     n_kv = md["n_kv_heads"]
-    if md["kv_tp_shardable"] and n_kv > 0:
+    if md["kv_tp_shardable"] != 0 and n_kv > 0:
         return math.ceil(n_kv / tp) / n_kv
     return 1.0
 
 
-def stage(md: dict, pp: float) -> tuple[float, float, float]:
-    """Busiest pipeline stage: (layers L_s, share sf, MoE layers Lm_s)."""
-    n_layers = md["n_layers"]
-    l_s = math.ceil(n_layers / pp)
-    sf = l_s / n_layers
-    return l_s, sf, md["n_moe_layers"] * sf
+def chunk_keys(w: float, n: float) -> float:
+    """Section 7: ``F(n) = q W (W+1)/2 + r (r+1)/2`` with ``n = q W + r``: the keys attended by
+    the first ``n`` tokens of a sequence under chunked attention of window ``W``."""
+    q = math.floor(n / w)
+    r = n - q * w
+    return q * w * (w + 1) / 2 + r * (r + 1) / 2
 
 
-def sizes(md: dict, pr: dict, ly: dict, batch: float, context: float, output_len: float,
-          chunk: float) -> dict:
-    """Section 3: per-device bytes of dense weights, expert weights, KV cache, activations."""
+def sizes(hw: dict, md: dict, pr: dict, ly: dict, batch: float, context: float,
+          output_len: float, inflight: bool) -> dict:
+    """Section 3: head padding, the busiest pipeline stage, sequences per rank and the bytes per
+    device of the dense weights (1), expert weights (1), KV cache (3) and activations (4)."""
     tp, pp, ep = ly["tp"], ly["pp"], ly["ep"]
     wb, ab, kvb, eb = pr["weight_bytes"], pr["act_bytes"], pr["kv_bytes"], pr["embed_bytes"]
-    _, sf, lm_s = stage(md, pp)
+    n_layers, l_moe, n_exp = md["n_layers"], md["n_moe_layers"], md["n_experts"]
+    p_head, p_emb, p_exp = md["params_head"], md["params_embed_only"], md["params_expert"]
+    near = False
+
+    # head padding
+    a_pad = head_padding(hw, md, ly)
+    p_lin = md["params_linear"] + (a_pad - 1) * md["params_attention"]
+
+    # pipeline stages (rule P)
     if pp == 1:
-        w_ends = eb * (md["params_head"] + md["params_embed_only"])
+        l_s = n_layers
+        w_ends = eb * (p_head + p_emb)
+        w_read = eb * p_head
     else:
-        w_ends = eb * max(md["params_head"], md["params_embed_only"])
-    w_dense = (wb * md["params_linear"] * sf + w_ends) / tp
-    # bytes of the dense segment read per forward pass: the input embedding is only gathered
-    w_dense_read = (wb * md["params_linear"] * sf + eb * md["params_head"]) / tp
-    w_exp = lm_s * (md["n_experts"] / ep) * wb * md["params_expert"] / tp
-    bg = batch / ep
+        w_layer = (wb * p_lin + wb * l_moe * n_exp * p_exp) / n_layers
+        h = eb * p_head / w_layer
+        e = eb * p_emb / w_layer
+        x = (n_layers + h + e) / pp
+        near = near or (h + e > 0 and _near_integer(x))
+        l_s = min(n_layers, math.ceil(x))
+        w_end = max(0.0, max(eb * p_head, eb * p_emb) - l_s * w_layer)
+        w_ends = w_read = w_end
+    sf = l_s / n_layers
+    lm_s = l_moe * sf
+
+    # (1) weights per device
+    w_dense = (wb * p_lin * sf + w_ends) / tp
+    r_dense = (wb * p_lin * sf + w_read) / tp
+    w_exp = lm_s * (n_exp / ep) * wb * p_exp / tp
+
+    # (2) whole sequences
+    m = min(batch, pp)
+    b_m = math.ceil(batch / m)
+    g_m = math.ceil(b_m / ep)
+    g = math.ceil(batch / ep)
+
+    # (3) KV cache per device, sized at the static (S + O) or in-flight (S + O/2) length
+    x_cap = context + output_len / 2 if inflight else context + output_len
     f_kv = kv_shard_fraction(md, tp)
-    kv_dev = bg * kv_elems(md, context + output_len) * kvb * f_kv * sf
-    t_c = min(bg * context, chunk)
-    a_dev = (t_c * (md["act_elems"] / md["n_layers"]) * ab + bg * md["vocab_size"] * 4) / tp
-    return {"w_dense": w_dense, "w_dense_read": w_dense_read, "w_exp": w_exp, "kv": kv_dev,
-            "act": a_dev, "f_kv": f_kv}
+    kv_dev = g * kv_elems(md, x_cap) * kvb * f_kv * sf
+
+    # (4) activations per device
+    chunk = hw["prefill_chunk"]
+    t_c = min(g * context, chunk)
+    a_dev = (t_c * (md["act_elems"] / n_layers) * ab + g * md["vocab_size"] * 4) / tp
+
+    return {"a_pad": a_pad, "p_lin": p_lin, "l_s": l_s, "sf": sf, "lm_s": lm_s,
+            "w_read": w_read, "w_dense": w_dense, "r_dense": r_dense, "w_exp": w_exp,
+            "m": m, "b_m": b_m, "g_m": g_m, "g": g, "x_cap": x_cap, "f_kv": f_kv,
+            "kv": kv_dev, "act": a_dev,
+            "memory": w_dense + w_exp + kv_dev + a_dev, "near_stage_step": near}
 
 
-def min_devices(hw: dict, md: dict, pr: dict, batch: float, context: float, output_len: float,
-                chunk: float) -> float:
-    """Section 3 (14): layout-independent lower bound on devices per replica."""
+def min_devices(hw: dict, md: dict, pr: dict, batch: float, context: float,
+                x_cap: float) -> tuple[float, bool]:
+    """Section 3 (14): the whole replica over the usable device memory (host tier excluded), and
+    whether the quotient is within 1e-9 of an integer (where the ceiling is a coin toss)."""
     wb, ab, kvb, eb = pr["weight_bytes"], pr["act_bytes"], pr["kv_bytes"], pr["embed_bytes"]
     replica = (wb * md["params_linear"]
                + eb * (md["params_head"] + md["params_embed_only"])
                + wb * md["n_moe_layers"] * md["n_experts"] * md["params_expert"]
-               + batch * kv_elems(md, context + output_len) * kvb
-               + min(batch * context, chunk) * (md["act_elems"] / md["n_layers"]) * ab
+               + batch * kv_elems(md, x_cap) * kvb
+               + min(batch * context, hw["prefill_chunk"]) * (md["act_elems"] / md["n_layers"]) * ab
                + batch * md["vocab_size"] * 4)
-    device_cap = hw["capacity_fraction"] * sum(hw[f"tier{i}_capacity"] for i in range(N_TIERS))
-    return float(math.ceil(replica / device_cap))
+    usable = hw["capacity_fraction"] * sum(hw[f"tier{i}_capacity"] for i in range(N_TIERS))
+    return float(math.ceil(replica / usable)), _near_integer(replica / usable)
 
 
 # --------------------------------------------------------------------------------------- section 4
-def place(hw: dict, sz: dict, off: float) -> dict:
-    """Place the five resident segments greedily, fastest tier first (section 4).
+SEGMENTS = ("dense", "exp", "rest", "kv", "act")   # placement order of section 4
 
-    Returns per segment a list of bytes per device tier plus the bytes in the host tier, and
-    whether the point fits.
-    """
+
+def place(hw: dict, sz: dict, ly: dict) -> dict:
+    """Section 4: place the five resident segments fastest tier first; spill or refuse the
+    excess; the offloaded share lives in the host tier. Returns, per segment, its bytes per device
+    tier and in the host tier, the host bytes, ``host_fraction`` and the reason code (0, 9, 10)."""
+    off = ly["offload"]
     f_cap = hw["capacity_fraction"]
     free = [f_cap * hw[f"tier{i}_capacity"] for i in range(N_TIERS)]
-    segments = {
-        "dense": (1 - off) * sz["w_dense_read"],
+    size = {
+        "dense": (1 - off) * sz["r_dense"],
         "exp": (1 - off) * sz["w_exp"],
-        "emb": (1 - off) * (sz["w_dense"] - sz["w_dense_read"]),
+        "rest": (1 - off) * (sz["w_dense"] - sz["r_dense"]),
         "kv": sz["kv"],
         "act": sz["act"],
     }
     placed = {}
-    fits = True
     spilled = 0.0
-    for name, size in segments.items():
-        remaining = size
+    reason = FEASIBLE
+    for name in SEGMENTS:
+        remaining = size[name]
         parts = [0.0] * N_TIERS
         for i in range(N_TIERS):
             take = min(remaining, free[i])
@@ -146,104 +244,138 @@ def place(hw: dict, sz: dict, off: float) -> dict:
                 parts[i] = take
                 free[i] -= take
                 remaining -= take
+        in_host = 0.0
         if remaining > 0:
-            if off > 0:
-                spilled += remaining
-            else:
-                fits = False
-        placed[name] = (parts, max(remaining, 0.0), size)
-    host_bytes = off * (sz["w_dense"] + sz["w_exp"]) + spilled
-    if host_bytes > hw["host_capacity"]:
-        fits = False
-    near = _near(host_bytes, hw["host_capacity"])
-    # an exact fill of the device tiers, which rounding could push either way
-    total = sum(segments.values())
-    cap_total = f_cap * sum(hw[f"tier{i}_capacity"] for i in range(N_TIERS))
-    near = near or _near(total, cap_total)
-    return {"segments": placed, "fits": fits, "near_fit_edge": near}
+            # the excess spills (with ``spill``), or the point does not fit: then the excess still
+            # counts as host bytes, so that host_fraction says how much did not fit
+            in_host = remaining
+            spilled += remaining
+            if ly["spill"] == 0 and reason == FEASIBLE:
+                reason = MEMORY
+        placed[name] = (parts, in_host, size[name])
+    offloaded = off * (sz["w_dense"] + sz["w_exp"])
+    host_bytes = offloaded + spilled
+    if reason == FEASIBLE and host_bytes > hw["host_capacity"]:
+        reason = HOST_CAPACITY
+    # decisions a rounding error could flip: the resident bytes against the device tiers, the
+    # host bytes against the host tier
+    resident = sum(size.values())
+    usable = f_cap * sum(hw[f"tier{i}_capacity"] for i in range(N_TIERS))
+    near = _near(resident, usable) or _near(host_bytes, hw["host_capacity"])
+    return {"segments": placed, "host_bytes": host_bytes,
+            "host_fraction": host_bytes / sz["memory"], "reason": reason, "near_edge": near}
 
 
-def memory_time(hw: dict, placement: dict, traffic: dict, host_extra: float) -> dict:
-    """Spread each segment's traffic over the tiers holding it; sum times (section 4)."""
-    per_tier = [0.0] * N_TIERS
-    host = host_extra
+def memory_time(hw: dict, px: dict, placement: dict, traffic: dict, host_traffic: float) -> dict:
+    """Section 4 (8): spread each segment's traffic over the tiers in proportion to the bytes of
+    it each holds; ``t_mem`` at achievable bandwidth (x segment factor), ``t_peak`` at peak."""
+    g_seg = {"dense": px["weight_factor"], "exp": px["weight_factor"],
+             "rest": px["weight_factor"], "kv": px["kv_factor"], "act": 1.0}
+    t_mem = t_peak = 0.0
+    kinds = {"sram": 0.0, "dram": 0.0, "host": 0.0}
+    host = host_traffic
+    total = host_traffic
     for name, t in traffic.items():
         parts, in_host, size = placement["segments"][name]
-        if size <= 0 or t == 0:
+        total += t
+        if t == 0 or size <= 0:
             continue
         for i in range(N_TIERS):
-            per_tier[i] += t * parts[i] / size
+            if parts[i] == 0:
+                continue
+            bytes_i = t * parts[i] / size
+            bw = hw[f"tier{i}_bandwidth"]
+            dt = bytes_i / (bw * hw[f"tier{i}_efficiency"] * g_seg[name])
+            t_mem += dt
+            t_peak += bytes_i / bw
+            kinds["sram" if hw[f"tier{i}_kind"] == 0 else "dram"] += dt
         host += t * in_host / size
-    t_mem = t_peak = 0.0
-    by_kind = {"sram": 0.0, "dram": 0.0, "host": 0.0}
-    for i in range(N_TIERS):
-        if per_tier[i] == 0:
-            continue
-        bw, eff = hw[f"tier{i}_bandwidth"], hw[f"tier{i}_efficiency"]
-        t = per_tier[i] / (bw * eff)
-        t_mem += t
-        t_peak += per_tier[i] / bw
-        by_kind["sram" if hw[f"tier{i}_kind"] == 0 else "dram"] += t
     if host > 0:
-        t = host / (hw["host_bandwidth"] * hw["host_efficiency"])
-        t_mem += t
+        dt = host / (hw["host_bandwidth"] * hw["host_efficiency"])
+        t_mem += dt
         t_peak += host / hw["host_bandwidth"]
-        by_kind["host"] += t
-    return {"t_mem": t_mem, "t_peak": t_peak, "by_kind": by_kind,
-            "traffic": sum(per_tier) + host}
+        kinds["host"] += dt
+    return {"t_mem": t_mem, "t_peak": t_peak, "kinds": kinds, "traffic": total}
 
 
 # --------------------------------------------------------------------------------------- section 5
-def links(hw: dict, ly: dict) -> tuple[float, float]:
-    d_r = ly["tp"] * ly["pp"] * ly["ep"]
-    if d_r <= hw["domain_size"]:
-        return hw["link_bandwidth"], hw["link_latency"]
-    return hw["scaleout_bandwidth"], hw["scaleout_latency"]
+def link(hw: dict, n: float) -> tuple[float, float]:
+    """Section 5: (bandwidth, latency) of the innermost level holding ``n`` contiguous devices,
+    with the engine's link efficiency and collective latency."""
+    if n <= hw["package_size"] and hw["package_size"] > 1:
+        bw, lat = hw["package_bandwidth"], hw["package_latency"]
+    elif n <= hw["domain_size"]:
+        bw, lat = hw["link_bandwidth"], hw["link_latency"]
+    else:
+        bw, lat = hw["scaleout_bandwidth"], hw["scaleout_latency"]
+    return bw * hw["link_efficiency"], lat + hw["collective_latency"]
 
 
-def ring_allreduce(n_bytes: float, tp: float, bw: float, lat: float) -> float:
-    """(9) ring all-reduce of ``n_bytes`` over ``tp`` devices."""
+def ring_allreduce(nb: float, tp: float, bw: float, lat: float) -> float:
+    """(9) ring all-reduce of ``nb`` bytes over ``tp`` devices."""
     if tp == 1:
         return 0.0
-    return 2 * (tp - 1) / tp * n_bytes / bw + 2 * (tp - 1) * lat
+    return 2 * (tp - 1) / tp * nb / bw + 2 * (tp - 1) * lat
 
 
-def communication(hw: dict, md: dict, pr: dict, ly: dict, tokens_per_group: float,
-                  phi: float) -> dict:
-    """(10) per stage pass: all-reduces, all-to-alls and the pipeline hop.
-
-    ``tokens_per_group`` is ``Bg'`` for decode and ``Bg' S`` for prefill.
-    """
-    tp, pp, ep = ly["tp"], ly["pp"], ly["ep"]
-    bw, lat = links(hw, ly)
-    ab, d = pr["act_bytes"], md["d_model"]
-    l_s, _, lm_s = stage(md, pp)
-    t_ar = 2 * l_s * ring_allreduce(tokens_per_group * d * ab, tp, bw, lat)
+def collectives(hw: dict, md: dict, pr: dict, ly: dict, sz: dict, g_pass: float,
+                phi: float) -> dict:
+    """(10) per stage pass: ``2 L_s`` all-reduces over ``link(tp)`` and, under EP, ``2 Lm_s``
+    all-to-alls over ``link(tp ep)``; ``g_pass`` is g' (sequences, or tokens for prefill)."""
+    tp, ep = ly["tp"], ly["ep"]
+    cb = max(hw["comm_bytes"], pr["act_bytes"])  # cb' = max(cb, ab)
+    d = md["d_model"]
+    bw, lat = link(hw, tp)
+    t_ar = 2 * sz["l_s"] * ring_allreduce(g_pass * d * cb, tp, bw, lat)
     t_a2a = 0.0
     if ep > 1:
-        n_a2a = tokens_per_group * md["experts_per_token"] * d * ab * (ep - 1) / ep * phi / tp
-        t_a2a = 2 * lm_s * (n_a2a / bw + (ep - 1) * lat)
-    t_hop = tokens_per_group * d * ab / bw + lat if pp > 1 else 0.0
-    return {"t_comm": t_ar + t_a2a, "t_a2a": t_a2a, "t_hop": t_hop}
+        bw_a, lat_a = link(hw, tp * ep)
+        n_a2a = g_pass * md["experts_per_token"] * d * cb * (ep - 1) / ep * phi / tp
+        t_a2a = 2 * sz["lm_s"] * (n_a2a / bw_a + (ep - 1) * lat_a)
+    return {"t_ar": t_ar, "t_a2a": t_a2a, "t_comm": t_ar + t_a2a}
 
 
-# --------------------------------------------------------------------------------------- section 7
-def experts_touched_fraction(md: dict, tokens: float) -> float:
-    """(7) fraction ``u`` of routed experts touched by ``tokens`` tokens."""
-    n_exp, k = md["n_experts"], md["experts_per_token"]
-    if n_exp == 0:
+def hops_leaving(pp: float, s: int, n: int) -> int:
+    """(11) ``N_n = floor((pp - 1) / (n / gcd(s, n)))``: hops that leave an ``n``-device block."""
+    return math.floor((pp - 1) / (n / math.gcd(s, n)))
+
+
+def pipeline_hops(hw: dict, md: dict, pr: dict, ly: dict, g_pass: float) -> float:
+    """(11) ``T_hop``: the ``pp - 1`` hops of ``g' d cb'`` bytes, each on the level it crosses."""
+    pp = ly["pp"]
+    if pp == 1:
         return 0.0
-    if k >= n_exp:
-        return 1.0
-    return 1.0 - (1.0 - k / n_exp) ** tokens
+    cb = max(hw["comm_bytes"], pr["act_bytes"])  # cb' = max(cb, ab)
+    nb = g_pass * md["d_model"] * cb
+    s = int(ly["tp"] * ly["ep"])
+    n_pkg, n_dom = int(hw["package_size"]), int(hw["domain_size"])
+    le, cl = hw["link_efficiency"], hw["collective_latency"]
+    n_out = hops_leaving(pp, s, n_dom)
+    if n_pkg > 1:
+        n_up = hops_leaving(pp, s, n_pkg) - n_out
+        n_pk = (pp - 1) - n_out - n_up
+    else:
+        n_up = (pp - 1) - n_out
+        n_pk = 0
+    return (n_out * (nb / (hw["scaleout_bandwidth"] * le) + hw["scaleout_latency"] + cl)
+            + n_up * (nb / (hw["link_bandwidth"] * le) + hw["link_latency"] + cl)
+            + n_pk * (nb / (hw["package_bandwidth"] * le) + hw["package_latency"] + cl))
 
 
-def ep_imbalance(assignments: float, ep: float) -> tuple[float, float]:
-    """(12) imbalance factor ``phi`` and relative spread ``r`` of the busiest EP rank."""
-    if ep == 1 or assignments <= 0:
+def stage_pass(hw: dict, t_comp: float, t_mem: float, t_comm: float, t_ovh: float) -> float:
+    """Section 5: ``t_s = T + t_comm - ov min(t_comm, T) + t_ovh``, ``T = max(t_comp, t_mem)``."""
+    t = max(t_comp, t_mem)
+    return t + t_comm - hw["comm_overlap"] * min(t_comm, t) + t_ovh
+
+
+# --------------------------------------------------------------------------------------- section 6
+def ep_imbalance(n: float, ep: float) -> tuple[float, float]:
+    """(12) ``phi`` (busiest rank's load over the mean) and ``r`` (its relative spread) for ``n``
+    token-to-expert assignments over ``ep`` ranks."""
+    if ep == 1:
         return 1.0, 0.0
-    mean = assignments / ep
-    sigma = math.sqrt(assignments * (1 / ep) * (1 - 1 / ep))
+    mean = n / ep
+    sigma = math.sqrt(n * (1 / ep) * (1 - 1 / ep))
     ln_ep = math.log(ep)
     e_max = mean + sigma * math.sqrt(2 * ln_ep)
     phi = min(e_max / mean, ep)
@@ -251,186 +383,286 @@ def ep_imbalance(assignments: float, ep: float) -> tuple[float, float]:
     return phi, std_max / (phi * mean)
 
 
-def pairs(s: float, w: float) -> float:
-    """(5) causal (query, key) pairs of a prompt of ``s`` tokens with window ``w`` (0 = none)."""
-    if w == 0 or s <= w:
-        return s * (s + 1) / 2
-    return w * (w + 1) / 2 + (s - w) * w
+def experts_touched(md: dict, t: float) -> float:
+    """(7) ``u(T) = 1 - (1 - k/E)^T``: fraction of the routed experts touched by ``T`` tokens."""
+    n_exp, k = md["n_experts"], md["experts_per_token"]
+    if n_exp == 0:
+        return 0.0
+    if k >= n_exp:
+        return 1.0
+    return 1.0 - (1.0 - k / n_exp) ** t
 
 
-def _phase(hw, md, pr, ly, peak, placement, sz, *, flops, expert_flops, traffic, host_traffic,
-           tokens_per_group, phi, t_ovh):
-    """Times of one stage pass on one micro-batch."""
-    mem = memory_time(hw, placement, traffic, host_traffic)
-    t_comp = flops / (peak * hw["flops_efficiency"])
-    comm = communication(hw, md, pr, ly, tokens_per_group, phi)
-    t_s = max(t_comp, mem["t_mem"]) + comm["t_comm"] + t_ovh
-    return {"flops": flops, "t_comp": t_comp, "t_expert": expert_flops /
-            (peak * hw["flops_efficiency"]), "t_ovh": t_ovh, "t_s": t_s, **mem, **comm}
+# --------------------------------------------------------------------------------------- section 7
+def mean_window_len(md: dict, context: float, output_len: float) -> float:
+    """Section 7: mean attended length ``c_w`` of a windowed layer over the generation."""
+    w, c = md["window"], context + output_len / 2
+    if w == 0:
+        return c
+    if md["window_chunked"] != 0:
+        return (chunk_keys(w, context + output_len) - chunk_keys(w, context)) / output_len
+    return min(c, w)
 
 
-def micro_batches(batch: float, pp: float) -> tuple[float, float]:
-    """Section 6: number of micro-batches ``m`` and sequences per micro-batch ``B'``."""
-    m = min(batch, pp)
-    return m, batch / m
+def _phase_times(hw: dict, md: dict, pr: dict, px: dict, ly: dict, sz: dict, placement: dict, *,
+                 flops: float, expert_flops: float, eta: float, traffic: dict, host: float,
+                 expert_bytes: float, g_pass: float, phi: float, t_ovh: float) -> dict:
+    """One stage pass of the busiest stage on one micro-batch: compute, memory (section 4),
+    collectives (10), the overlap rule of section 5 and the hops (11)."""
+    t_comp = flops / (px["peak"] * eta)
+    mem = memory_time(hw, px, placement, traffic, host)
+    comm = collectives(hw, md, pr, ly, sz, g_pass, phi)
+    t_s = stage_pass(hw, t_comp, mem["t_mem"], comm["t_comm"], t_ovh)
+    t_top = max(t_comp, mem["t_mem"])
+    exposed = comm["t_comm"] - hw["comm_overlap"] * min(comm["t_comm"], t_top)
+    return {"flops": flops, "expert_flops": expert_flops, "t_comp": t_comp, "t_s": t_s,
+            "t_ovh": t_ovh, "exposed": exposed, "t_hop": pipeline_hops(hw, md, pr, ly, g_pass),
+            "expert_bytes": expert_bytes, **mem, **comm}
 
 
-def decode(hw, md, pr, ly, peak, placement, sz, batch, context, output_len) -> dict:
-    """Section 7: one decode step at the mean KV length."""
-    tp, pp, ep, off = ly["tp"], ly["pp"], ly["ep"], ly["offload"]
-    m, b_mb = micro_batches(batch, pp)
-    bg = b_mb / ep
-    l_s, sf, lm_s = stage(md, pp)
+def decode_step(hw, md, pr, px, ly, sz, placement, context, output_len, tokens: float) -> dict:
+    """Section 7: one decode step of the whole pipeline, ``t_dec(tokens)``, on ``tokens`` tokens
+    per sequence (1; ``k_s + 1`` for a speculative round). A round is a step on ``tokens`` times
+    as many tokens: FLOPs, activation traffic, the collectives' and hops' payloads, the EP
+    assignments and the experts they touch scale; weights and KV are read once."""
+    tp, ep, off = ly["tp"], ly["ep"], ly["offload"]
+    m, b_m, g_m = sz["m"], sz["b_m"], sz["g_m"]
+    sf, lm_s = sz["sf"], sz["lm_s"]
+    # (6) mean attended lengths
     c = context + output_len / 2
-    k = md["experts_per_token"]
-    u = experts_touched_fraction(md, b_mb)
-    n_assign = b_mb * k
-    phi, r = ep_imbalance(n_assign, ep)
-    expert_flops = 2 * n_assign * md["params_expert"] * lm_s * phi / (ep * tp)
-    flops = (2 * bg * (md["params_linear"] * sf + md["params_head"]) / tp
-             + expert_flops
-             + bg * (md["attn_flops_full_decode"] * c
-                     + md["attn_flops_window_decode"] * window_min(c, md["window"])) * sf / tp)
+    c_w = mean_window_len(md, context, output_len)
+    # (12), (7) the busiest EP rank and the experts it touches (n = b_m k assignments per token)
+    n = tokens * b_m * md["experts_per_token"]
+    phi, r = ep_imbalance(n, ep)
+    u = experts_touched(md, phi * tokens * b_m)
+    # FLOPs per device
+    dense = tokens * 2 * g_m * (sz["p_lin"] * sf + sz["w_read"] / pr["embed_bytes"]) / tp
+    expert = 2 * (n / ep) * phi * md["params_expert"] * lm_s / tp
+    attention = (tokens * g_m
+                 * (md["attn_flops_full_decode"] * c + md["attn_flops_window_decode"] * c_w)
+                 * sf * sz["a_pad"] / tp)
+    flops = dense + expert + attention
+    # traffic per device (weights and KV read once per round, activations per token)
+    kv_mean = md["kv_elems_full"] * c + md["kv_elems_window"] * c_w
     traffic = {
-        "dense": (1 - off) * sz["w_dense_read"],
+        "dense": (1 - off) * sz["r_dense"],
         "exp": (1 - off) * sz["w_exp"] * u,
-        "kv": bg * kv_elems(md, c) * pr["kv_bytes"] * sz["f_kv"] * sf,
-        "act": 2 * bg * md["act_elems"] * sf * pr["act_bytes"] / tp,
+        "kv": g_m * kv_mean * pr["kv_bytes"] * sz["f_kv"] * sf,
+        "act": tokens * 2 * g_m * md["act_elems"] * sf * pr["act_bytes"] / tp,
     }
-    host = off * (sz["w_dense_read"] + sz["w_exp"] * u)
-    ph = _phase(hw, md, pr, ly, peak, placement, sz, flops=flops, expert_flops=expert_flops,
-                traffic=traffic, host_traffic=host, tokens_per_group=bg, phi=phi,
-                t_ovh=l_s * hw["layer_overhead"])
-    ph["time"] = max(m, pp) * ph["t_s"] + (pp - 1) * ph["t_hop"]
-    ph.update(m=m, r=r, phi=phi, u=u)
+    host = off * (sz["r_dense"] + sz["w_exp"] * u)
+    ph = _phase_times(hw, md, pr, px, ly, sz, placement, flops=flops,
+                      expert_flops=expert, eta=px["eff_decode"], traffic=traffic,
+                      host=host, expert_bytes=traffic["exp"], g_pass=tokens * g_m, phi=phi,
+                      t_ovh=sz["l_s"] * hw["layer_overhead"])
+    # one step: every micro-batch through the busiest stage, one token through every hop, one
+    # host iteration
+    ph["time"] = max(m, ly["pp"]) * ph["t_s"] + ph["t_hop"] + hw["iteration_overhead"]
+    ph.update(phi=phi, r=r, u=u, c=c, c_w=c_w)
     return ph
 
 
+def busy(ph: dict, m: float) -> float:
+    """Section 9: the busiest stage's busy time in a phase, ``max(t_comp, t_mem) m``."""
+    return max(ph["t_comp"], ph["t_mem"]) * m
+
+
+def speculative(hw: dict, step, m: float) -> tuple[float, dict, float]:
+    """Section 7, speculative decoding: ``TPOT = (t_dec(k_s+1) + k_s c_d t_dec(1)) / tau``,
+    ``tau = (1 - alpha^(k_s+1)) / (1 - alpha)`` (``k_s + 1`` at ``alpha = 1``); without it
+    ``TPOT = t_dec(1)``. ``step(tokens)`` evaluates ``t_dec``. Returns TPOT, the decode step
+    ``t_dec(1)`` (which sets the diagnostics of section 10) and the busy time per generated token
+    of section 9 (the round's busy time over ``tau``)."""
+    k_s = hw["spec_tokens"]
+    if k_s == 0:
+        one = step(1.0)
+        return one["time"], one, busy(one, m)
+    alpha = hw["spec_acceptance"]
+    # the geometric sum 1 + alpha + ... + alpha^k_s, which the page writes in closed form
+    tau = sum(alpha ** i for i in range(int(k_s) + 1))
+    verify, one = step(k_s + 1), step(1.0)
+    c_d = hw["spec_draft_cost"]
+    tpot = (verify["time"] + k_s * c_d * one["time"]) / tau
+    return tpot, one, (busy(verify, m) + k_s * c_d * busy(one, m)) / tau
+
+
 # --------------------------------------------------------------------------------------- section 8
-def prefill(hw, md, pr, ly, peak, placement, sz, batch, context, chunk) -> dict:
-    """Section 8: the prompt pass."""
-    tp, pp, ep, off = ly["tp"], ly["pp"], ly["ep"], ly["offload"]
-    s = context
-    m, b_mb = micro_batches(batch, pp)
-    bg = b_mb / ep
-    l_s, sf, lm_s = stage(md, pp)
-    tokens = b_mb * s
-    u = experts_touched_fraction(md, tokens)
-    n_assign = tokens * md["experts_per_token"]
-    phi, _ = ep_imbalance(n_assign, ep)
-    n_ch = math.ceil(bg * s / chunk)
-    expert_flops = 2 * n_assign * md["params_expert"] * lm_s * phi / (ep * tp)
-    flops = ((2 * bg * s * md["params_linear"] * sf + 2 * bg * md["params_head"]) / tp
-             + expert_flops
-             + bg * (md["attn_flops_full_prefill"] * s * (s + 1) / 2
-                     + md["attn_flops_window_prefill"] * pairs(s, md["window"])) * sf / tp)
+def pairs_window(md: dict, s: float) -> float:
+    """(5) causal (query, key) pairs of a windowed layer over a prompt of ``s`` tokens."""
+    w = md["window"]
+    if w == 0 or s <= w:
+        return s * (s + 1) / 2
+    if md["window_chunked"] != 0:
+        return chunk_keys(w, s)
+    return w * (w + 1) / 2 + (s - w) * w
+
+
+def prefill(hw, md, pr, px, ly, sz, placement, context) -> dict:
+    """Section 8: the prompt of the busiest rank's micro-batch, in ``n_ch`` chunked passes."""
+    tp, ep, off, s = ly["tp"], ly["ep"], ly["offload"], context
+    m, b_m, g_m = sz["m"], sz["b_m"], sz["g_m"]
+    sf, lm_s = sz["sf"], sz["lm_s"]
+    n_ch = max(1, math.ceil(g_m * s / hw["prefill_chunk"]))  # one pass when chunk = inf
+    n = b_m * s * md["experts_per_token"]
+    phi, _ = ep_imbalance(n, ep)
+    u = experts_touched(md, phi * b_m * s)
+    dense = 2 * g_m * (s * sz["p_lin"] * sf + sz["w_read"] / pr["embed_bytes"]) / tp
+    expert = 2 * (n / ep) * phi * md["params_expert"] * lm_s / tp
+    attention = (g_m * (md["attn_flops_full_prefill"] * s * (s + 1) / 2
+                        + md["attn_flops_window_prefill"] * pairs_window(md, s))
+                 * sf * sz["a_pad"] / tp)
     traffic = {
-        "dense": n_ch * (1 - off) * sz["w_dense_read"],
+        "dense": n_ch * (1 - off) * sz["r_dense"],
         "exp": n_ch * (1 - off) * sz["w_exp"] * u,
-        "kv": bg * kv_elems(md, s) * pr["kv_bytes"] * sz["f_kv"] * sf,
-        "act": 2 * bg * s * md["act_elems"] * sf * pr["act_bytes"] / tp,
+        "kv": g_m * kv_elems(md, s) * pr["kv_bytes"] * sz["f_kv"] * sf,
+        "act": 2 * g_m * s * md["act_elems"] * sf * pr["act_bytes"] / tp,
     }
-    host = n_ch * off * (sz["w_dense_read"] + sz["w_exp"] * u)
-    ph = _phase(hw, md, pr, ly, peak, placement, sz, flops=flops, expert_flops=expert_flops,
-                traffic=traffic, host_traffic=host, tokens_per_group=bg * s, phi=phi,
-                t_ovh=l_s * hw["layer_overhead"] * n_ch)
-    ph["time"] = (m + pp - 1) * ph["t_s"] + (pp - 1) * ph["t_hop"]
-    ph.update(m=m, n_ch=n_ch)
+    host = n_ch * off * (sz["r_dense"] + sz["w_exp"] * u)
+    ph = _phase_times(hw, md, pr, px, ly, sz, placement, flops=dense + expert + attention,
+                      expert_flops=expert, eta=px["eff_prefill"], traffic=traffic, host=host,
+                      expert_bytes=traffic["exp"], g_pass=g_m * s, phi=phi,
+                      t_ovh=n_ch * sz["l_s"] * hw["layer_overhead"])
+    ph["time"] = ((m + ly["pp"] - 1) * ph["t_s"] + ph["t_hop"] + n_ch * hw["iteration_overhead"]
+                  + hw["request_overhead"])
+    ph.update(n_ch=n_ch, phi=phi, u=u)
     return ph
 
 
 # ----------------------------------------------------------------------------------- section 9-10
-def device_power(hw: dict, ph: dict, peak: float) -> float:
-    """Section 9: utilisation of the binding resource and the resulting per-device power."""
-    t_s = ph["t_s"]
-    util = max(ph["flops"] / (peak * t_s), ph["t_peak"] / t_s) * ph["m"] * t_s / ph["time"]
-    return hw["idle"] + (hw["tdp"] - hw["idle"]) * min(util, 1.0)
+def phase_power(hw: dict, busy_time: float, t_phase: float) -> float:
+    """Section 9: ``U = min(1, busy / T_ph)``, ``P = idle + (tdp - idle) U``."""
+    u = min(1.0, busy_time / t_phase)
+    return hw["idle"] + (hw["tdp"] - hw["idle"]) * u
 
 
-def bound(dec: dict, pp: float) -> tuple[int, bool]:
-    """Section 10: which resource limits the decode step, and whether that call is a near tie."""
-    m = dec["m"]
-    c = dec["t_comm"] + (pp - 1) * dec["t_hop"] / max(m, pp)
-    t_comp, t_mem, t_ovh = dec["t_comp"], dec["t_mem"], dec["t_ovh"]
-    x = max(t_comp, t_mem)
-    kinds = dec["by_kind"]
-    near = _near(x, c) or _near(x, t_ovh)
-    if x >= c and x >= t_ovh:
+def bound(dec: dict, m: float, pp: float, t_iter: float) -> tuple[int, bool]:
+    """Section 10: the resource limiting the decode step, and whether the call is a near tie."""
+    steps = max(m, pp)
+    comm = dec["exposed"] + dec["t_hop"] / steps
+    ovh = dec["t_ovh"] + t_iter / steps
+    t_comp, t_mem = dec["t_comp"], dec["t_mem"]
+    top = max(t_comp, t_mem)
+    near = _near(top, comm) or _near(top, ovh)
+    if top >= comm and top >= ovh:
         near = near or _near(t_comp, t_mem)
         if t_comp >= t_mem:
             return BOUND_COMPUTE, near
-        times = [kinds["sram"], kinds["dram"], kinds["host"]]
-        best = max(times)
+        times = [dec["kinds"]["sram"], dec["kinds"]["dram"], dec["kinds"]["host"]]
+        best = max(times)   # index() takes the first, i.e. the faster tier, on a tie
         near = near or sum(_near(t, best) for t in times) > 1
         return BOUND_SRAM + times.index(best), near
-    near = near or _near(c, t_ovh)
-    return (BOUND_INTERCONNECT if c >= t_ovh else BOUND_OVERHEAD), near
+    near = near or _near(comm, ovh)
+    return (BOUND_INTERCONNECT if comm >= ovh else BOUND_OVERHEAD), near
+
+
+def latency_cov(hw: dict, dec: dict) -> tuple[float, bool]:
+    """Section 10: ``sqrt(j^2 + (r t_imb / t_s)^2)``; the flag says ``t_comp ~ t_mem``."""
+    if dec["t_comp"] >= dec["t_mem"]:
+        share = dec["t_comp"] * dec["expert_flops"] / dec["flops"] if dec["flops"] > 0 else 0.0
+    else:
+        share = dec["t_mem"] * dec["expert_bytes"] / dec["traffic"] if dec["traffic"] > 0 else 0.0
+    t_imb = dec["t_a2a"] + share
+    cov = math.sqrt(hw["jitter"] ** 2 + (dec["r"] * t_imb / dec["t_s"]) ** 2)
+    return cov, dec["r"] > 0 and _near(dec["t_comp"], dec["t_mem"])
 
 
 # ------------------------------------------------------------------------------------ the point
-def reference_point(hw: dict, md: dict, peak: float, batch, context, output_len, pr: dict,
-                    ly: dict, prefill_chunk=8192.0, *, diagnostics: bool = False
-                    ) -> dict[str, float]:
-    """Every metric of ``docs/model.md`` at one point, as ``{metric name: float}``."""
+def reference_point(hw: dict, md: dict, px: dict, batch, context, output_len, pr: dict, ly: dict,
+                    inflight: bool = False, *, diagnostics: bool = False) -> dict:
+    """Every metric of ``docs/model.md`` at one point, as ``{metric name: float}``.
+
+    ``hw``: a platform row (HW_FIELDS), ``px``: its row for the precision (PX_FIELDS), ``md``,
+    ``pr``, ``ly``: model, precision and layout rows; ``batch`` [sequences], ``context`` and
+    ``output_len`` [tokens]; ``inflight``: size the KV cache for in-flight batching (section 11).
+    """
     batch, context, output_len = float(batch), float(context), float(output_len)
-    peak, chunk = float(peak), float(prefill_chunk)
     out = dict.fromkeys(METRICS, NAN)
-    out["fits"] = 0.0
-    out["bound"] = -1.0
-    extra = {"near_fit_edge": False, "near_bound_tie": False, "compatible": False}
-    if not is_compatible(hw, md, peak, ly):
-        return {**out, **extra} if diagnostics else out
-    extra["compatible"] = True
+    out.update(fits=0.0, bound=-1.0)
+    extra = {"near_fit_edge": False, "near_bound_tie": False, "near_cov_tie": False,
+             "near_min_devices": False, "near_stage_step": False}
 
-    sz = sizes(md, pr, ly, batch, context, output_len, chunk)
-    out["memory_per_device"] = sz["w_dense"] + sz["w_exp"] + sz["kv"] + sz["act"]
-    out["min_devices"] = min_devices(hw, md, pr, batch, context, output_len, chunk)
-    placement = place(hw, sz, ly["offload"])
-    extra["near_fit_edge"] = placement["near_fit_edge"]
-    if not placement["fits"]:
-        return {**out, **extra} if diagnostics else out
+    def done(res: dict) -> dict:
+        return {**res, **extra} if diagnostics else res
 
-    dec = decode(hw, md, pr, ly, peak, placement, sz, batch, context, output_len)
-    pre = prefill(hw, md, pr, ly, peak, placement, sz, batch, context, chunk)
-    tpot, ttft = dec["time"], pre["time"]
-    dp = ly["dp"]
-    devices = ly["tp"] * ly["pp"] * ly["ep"] * dp
+    # section 2, codes 1-8: every metric NaN
+    reason = structural_reason(hw, md, px, ly, batch, context, output_len)
+    if reason != FEASIBLE:
+        out["infeasible_reason"] = float(reason)
+        return done(out)
+
+    # section 3 and (14)
+    sz = sizes(hw, md, pr, ly, batch, context, output_len, bool(inflight))
+    out["memory_per_device"] = sz["memory"]
+    out["min_devices"], extra["near_min_devices"] = min_devices(hw, md, pr, batch, context,
+                                                                 sz["x_cap"])
+    extra["near_stage_step"] = sz["near_stage_step"]
+    # section 4, codes 9-10: memory_per_device, min_devices and host_fraction keep their values
+    placement = place(hw, sz, ly)
+    out["host_fraction"] = placement["host_fraction"]
+    extra["near_fit_edge"] = placement["near_edge"]
+    if placement["reason"] != FEASIBLE:
+        out["infeasible_reason"] = float(placement["reason"])
+        return done(out)
+
+    # sections 7 and 8
+    m, pp, dp = sz["m"], ly["pp"], ly["dp"]
+    tpot, dec, busy_dec = speculative(
+        hw, lambda tokens: decode_step(hw, md, pr, px, ly, sz, placement, context, output_len,
+                                       tokens), m)
+    pre = prefill(hw, md, pr, px, ly, sz, placement, context)
+    ttft = pre["time"]
+
+    # section 9 (13)
     e2e = ttft + (output_len - 1) * tpot
+    devices = ly["tp"] * pp * ly["ep"] * dp
     throughput = dp * batch * output_len / e2e
-    energy = (device_power(hw, pre, peak) * ttft
-              + device_power(hw, dec, peak) * (output_len - 1) * tpot)
+    p_pre = phase_power(hw, busy(pre, m), ttft)
+    p_dec = phase_power(hw, busy_dec, tpot)
+    energy = p_pre * ttft + p_dec * (output_len - 1) * tpot
     power = devices * energy / e2e
-    b, near_tie = bound(dec, ly["pp"])
-    t_imb = dec["t_a2a"] + (dec["t_expert"] if dec["t_comp"] >= dec["t_mem"] else 0.0)
-    cov = math.sqrt(hw["jitter"] ** 2 + (dec["r"] * t_imb / dec["t_s"]) ** 2)
-    m = dec["m"]
+    system_power = power + devices * hw["host_power"]
+    rate = devices * hw["cost_fixed"] + hw["cost_energy"] * system_power
+
+    # section 10
+    b, near_tie = bound(dec, m, pp, hw["iteration_overhead"])
+    cov, near_cov = latency_cov(hw, dec)
+    extra["near_bound_tie"] = near_tie
+    extra["near_cov_tie"] = near_cov
+
     out.update(
         ttft=ttft, tpot=tpot, e2e_latency=e2e, throughput=throughput,
         total_throughput=dp * batch * (context + output_len) / e2e,
         throughput_per_device=throughput / devices,
-        tokens_per_joule=throughput / power, power=power, fits=1.0, bound=float(b),
+        tokens_per_joule=throughput / power, tokens_per_joule_system=throughput / system_power,
+        power=power, system_power=system_power,
+        cost_per_mtok=1e6 * rate / throughput, tokens_per_dollar=throughput / rate,
+        fits=1.0, infeasible_reason=0.0, bound=float(b),
         arithmetic_intensity=dec["flops"] / dec["traffic"],
-        mfu=m * dec["flops"] / (peak * tpot), mbu=m * dec["t_peak"] / tpot,
+        mfu=m * dec["flops"] / (px["peak"] * tpot), mbu=m * dec["t_peak"] / tpot,
         latency_cov=cov,
     )
-    extra["near_bound_tie"] = near_tie
     if diagnostics:
-        extra.update(decode=dec, prefill=pre, sizes=sz)
-        return {**out, **extra}
-    return out
+        extra.update(decode=dec, prefill=pre, sizes=sz, placement=placement)
+    return done(out)
 
 
-# ------------------------------------------------------------------------------------ the grids
-def _rows(table: np.ndarray, fields: tuple[str, ...]) -> list[dict]:
+# ------------------------------------------------------------------------------------ the tables
+def rows(table: np.ndarray, fields: tuple[str, ...]) -> list[dict]:
+    """Table rows as ``{field: float}`` dicts."""
     table = np.asarray(table, dtype=np.float64)
     return [{f: float(v) for f, v in zip(fields, row)} for row in table]
 
 
-def reference_grid(hw, md, peak, batch, context, output_len, pr, ly, prefill_chunk=8192.0):
+def px_rows(px: np.ndarray) -> list[list[dict]]:
+    """The (platform, precision, field) table as nested lists of ``{field: float}`` dicts."""
+    px = np.asarray(px, dtype=np.float64)
+    return [rows(px[h], PX_FIELDS) for h in range(px.shape[0])]
+
+
+def reference_grid(hw, md, px, batch, context, output_len, pr, ly) -> np.ndarray:
     """Same signature and output layout as ``kernels.evaluate_grid``, one point at a time."""
-    hws, mds = _rows(hw, HW_FIELDS), _rows(md, MODEL_FIELDS)
-    prs, lys = _rows(pr, PRECISION_FIELDS), _rows(ly, LAYOUT_FIELDS)
-    peak = np.asarray(peak, dtype=np.float64)
+    hws, mds, pxs = rows(hw, HW_FIELDS), rows(md, MODEL_FIELDS), px_rows(px)
+    prs, lys = rows(pr, PRECISION_FIELDS), rows(ly, LAYOUT_FIELDS)
     bs, ss, os_ = (np.asarray(a, dtype=np.float64).reshape(-1)
                    for a in (batch, context, output_len))
     shape = (len(METRICS), len(hws), len(mds), len(bs), len(ss), len(os_), len(prs), len(lys))
@@ -438,24 +670,25 @@ def reference_grid(hw, md, peak, batch, context, output_len, pr, ly, prefill_chu
     for (h, hwd), (mi, mdd), (bi, b), (si, s), (oi, o), (pi, prd), (li, lyd) in itertools.product(
             enumerate(hws), enumerate(mds), enumerate(bs), enumerate(ss), enumerate(os_),
             enumerate(prs), enumerate(lys)):
-        res = reference_point(hwd, mdd, peak[h, pi], b, s, o, prd, lyd, prefill_chunk)
+        res = reference_point(hwd, mdd, pxs[h][pi], b, s, o, prd, lyd)
         out[:, h, mi, bi, si, oi, pi, li] = [res[name] for name in METRICS]
     return out
 
 
-def reference_points(hw, md, peak, pr, ly, hi, mi, pi, li, batch, context, output_len,
-                     prefill_chunk=8192.0):
+def reference_points(hw, md, px, pr, ly, hi, mi, pi, li, batch, context, output_len,
+                     inflight=None) -> np.ndarray:
     """Same signature and output layout as ``kernels.evaluate_points``."""
-    hws, mds = _rows(hw, HW_FIELDS), _rows(md, MODEL_FIELDS)
-    prs, lys = _rows(pr, PRECISION_FIELDS), _rows(ly, LAYOUT_FIELDS)
-    peak = np.asarray(peak, dtype=np.float64)
+    hws, mds, pxs = rows(hw, HW_FIELDS), rows(md, MODEL_FIELDS), px_rows(px)
+    prs, lys = rows(pr, PRECISION_FIELDS), rows(ly, LAYOUT_FIELDS)
     idx = [np.asarray(a).reshape(-1).astype(np.int64) for a in (hi, mi, pi, li)]
     wl = [np.asarray(a, dtype=np.float64).reshape(-1) for a in (batch, context, output_len)]
     n = idx[0].shape[0]
+    flags = (np.zeros(n, dtype=bool) if inflight is None
+             else np.asarray(inflight).reshape(-1).astype(bool))
     out = np.empty((len(METRICS), n), dtype=np.float32)
     for j in range(n):
         h, m_, p, la = (int(a[j]) for a in idx)
-        res = reference_point(hws[h], mds[m_], peak[h, p], wl[0][j], wl[1][j], wl[2][j],
-                              prs[p], lys[la], prefill_chunk)
+        res = reference_point(hws[h], mds[m_], pxs[h][p], wl[0][j], wl[1][j], wl[2][j],
+                              prs[p], lys[la], bool(flags[j]))
         out[:, j] = [res[name] for name in METRICS]
     return out
