@@ -32,6 +32,8 @@ from grids.hardware import CLASSES, COMPUTE_DTYPES, Device, load_catalog
 from grids.sourced import Sourced, read_sourced
 from grids.units import parse_quantity
 
+#: the shipped calibration overlay's file name, next to the engine files (not an engine)
+CALIBRATION_FILE = "calibration.toml"
 ENGINE_IDS = ("ideal", "trtllm", "vllm", "sglang", "deepspeed-mii", "llama.cpp", "neuron", "gaudi",
               "sambaflow", "cerebras", "groq", "jetstream", "native")
 PHASES = ("prefill", "decode")
@@ -560,7 +562,8 @@ def catalog_engines() -> dict[str, Engine]:
     that each catalog device ``native`` hands to another engine is one that engine runs on."""
     problems: list[str] = []
     out: dict[str, Engine] = {}
-    present = sorted(p.name[:-5] for p in engines_dir().glob("*.toml"))
+    present = sorted(p.name[:-5] for p in engines_dir().glob("*.toml")
+                     if p.name != CALIBRATION_FILE)
     for name in present:
         if name not in ENGINE_IDS:
             problems.append(f"{name}.toml: not a catalog engine id{suggest(name, ENGINE_IDS)}")
@@ -583,7 +586,9 @@ def catalog_engines() -> dict[str, Engine]:
 
 
 def clear_caches() -> None:
-    """Forget loaded engines (after an engine file or the hardware catalog changed)."""
+    """Forget loaded engines and the shipped overlay (after an engine file, the calibration or
+    the hardware catalog changed)."""
+    shipped_overlay.cache_clear()
     _raw_catalog.cache_clear()
     _load_catalog_engine.cache_clear()
     _catalog_devices.cache_clear()
@@ -770,9 +775,27 @@ def resolve(engine: str | Path | Engine, device: Device,
     overlay : dict, optional
         A parsed calibration overlay: ``{<engine>: {"defaults": {...}, "vendor": {<v>: {...}},
         "class": {<c>: {...}}, "device": {<id>: {...}}}}`` of plain numbers (per-dtype sub-tables
-        for the compute factors). Only the sections of the engines used are checked.
+        for the compute factors). Only the sections of the engines used are checked. Default
+        (None): the shipped calibration, :func:`shipped_overlay`; ``{}``: none (the files' values).
     """
-    return _resolve(load_engine(engine), device, overlay or {}, ())
+    return _resolve(load_engine(engine), device,
+                    shipped_overlay() if overlay is None else overlay, ())
+
+
+def calibration_path() -> Path:
+    """The shipped calibration overlay, ``grids/data/engines/calibration.toml``."""
+    return engines_dir() / CALIBRATION_FILE
+
+
+@functools.cache
+def shipped_overlay() -> dict[str, Any]:
+    """The shipped calibration overlay without its ``[provenance]`` (empty when absent)."""
+    path = calibration_path()
+    if not path.exists():
+        return {}
+    raw = tomlio.load(path)
+    raw.pop("provenance", None)
+    return raw
 
 
 def _resolve(eng: Engine, device: Device, overlay: Mapping[str, Any],

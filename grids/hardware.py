@@ -2,8 +2,9 @@
 
 Each device is one file ``grids/data/hardware/<id>.toml`` (schema in ``docs/catalog.md``); per
 architecture-class defaults for the efficiency parameters live in ``grids/data/classes.toml``; the
-fitted efficiencies of ``sweep calibrate`` live in ``grids/data/calibration.toml`` and are applied on
-top of the class defaults and catalog values (``calibrated=False`` gives the uncalibrated catalog).
+efficiencies are what the best software reaches on the hardware ("achievable"); what a given
+serving stack falls short of that, and costs on top, is the engine catalog's (``grids.engines``),
+which ``sweep calibrate`` fits against measurements.
 A user adds a device by writing a file of the same schema and passing its path instead of an id.
 """
 
@@ -30,7 +31,6 @@ MAX_TIERS = 3
 EFFICIENCY_FIELDS = {
     "flops_efficiency": ("fraction", 0.0, 1.0),
     "bandwidth_efficiency": ("fraction", 0.0, 1.0),
-    "layer_overhead": ("time", -1e-300, 1.0),
     "jitter": ("fraction", -1e-300, 10.0),
     "capacity_fraction": ("fraction", 0.0, 1.0),
 }
@@ -76,7 +76,6 @@ class Efficiency:
 
     flops_efficiency: float
     bandwidth_efficiency: float
-    layer_overhead: float  # [s] per layer per forward pass
     jitter: float  # coefficient of variation of per-token latency from scheduling
     capacity_fraction: float  # usable fraction of device memory
     flops_efficiency_by_dtype: dict[str, float] = field(default_factory=dict)
@@ -192,15 +191,6 @@ def class_defaults() -> dict[str, dict[str, Sourced]]:
     if problems:
         raise SpecError(problems, "class defaults")
     return out
-
-
-@functools.cache
-def calibration_overlay() -> dict[str, Any]:
-    """Fitted efficiencies written by ``sweep calibrate`` (empty when the file is absent)."""
-    path = _data_dir() / "calibration.toml"
-    if not path.exists():
-        return {}
-    return _load_toml(path)
 
 
 def _load_toml(path: Path) -> dict[str, Any]:
@@ -442,17 +432,8 @@ def _read_by_dtype(table: Any, peaks: dict[str, float], r: _Reader) -> dict[str,
     return out
 
 
-def _calibration_for(dev_id: str, cls: str) -> tuple[str, dict[str, Any]]:
-    """The overlay's fitted values for a device (its own entry, else its class's) and a label."""
-    cal = calibration_overlay().get("device", {}).get(dev_id, {})
-    if cal:
-        return "calibrated (device)", cal
-    return f"calibrated (class {cls})", calibration_overlay().get("class", {}).get(cls, {})
-
-
-def _read_efficiency(raw: dict[str, Any], r: _Reader, peaks: dict[str, float],
-                     calibrated: bool) -> Efficiency:
-    """Class default, then the device file's ``[efficiency]``, then the calibration overlay."""
+def _read_efficiency(raw: dict[str, Any], r: _Reader, peaks: dict[str, float]) -> Efficiency:
+    """Class default, then the device file's ``[efficiency]``."""
     over = _table(raw, "efficiency", r)
     r.unknown_keys(over, (*EFFICIENCY_FIELDS, BY_DTYPE), "efficiency")
     values: dict[str, float] = {}
@@ -467,19 +448,13 @@ def _read_efficiency(raw: dict[str, Any], r: _Reader, peaks: dict[str, float],
                 origin[name] = "catalog"
     by_dtype = _read_by_dtype(over[BY_DTYPE], peaks, r) if BY_DTYPE in over else {}
     origin.update({f"flops_efficiency.{d}": "catalog" for d in by_dtype})
-    if calibrated:
-        label, cal = _calibration_for(str(raw.get("id", "")), r.cls)
-        for name, v in cal.items():
-            if name in EFFICIENCY_FIELDS and isinstance(v, (int, float)):
-                values[name] = float(v)
-                origin[name] = label
     for name, (_, lo, hi) in EFFICIENCY_FIELDS.items():
         if not (lo < values[name] <= hi) and not (values[name] < 0 and origin[name] == "catalog"):
             r.problems.append(f"{r.where}: efficiency.{name} = {values[name]} outside ({lo}, {hi}]")
     return Efficiency(**values, flops_efficiency_by_dtype=by_dtype, origin=origin)
 
 
-def parse_device(raw: dict[str, Any], where: str, *, calibrated: bool = True) -> Device:
+def parse_device(raw: dict[str, Any], where: str) -> Device:
     """Build a :class:`Device` from a parsed TOML table; raise one SpecError with every problem."""
     r = _Reader(where)
     year = _read_identity(raw, r)
@@ -487,7 +462,7 @@ def parse_device(raw: dict[str, Any], where: str, *, calibrated: bool = True) ->
     tiers, host = _read_tiers(raw, r)
     links = _read_interconnect(raw, r)
     tdp, idle, host_power = _read_power(raw, r)
-    eff = _read_efficiency(raw, r, peaks, calibrated)
+    eff = _read_efficiency(raw, r, peaks)
     if eff.origin["bandwidth_efficiency"] != f"class default ({r.cls})":
         tiers = tuple(dataclasses.replace(t, efficiency=eff.bandwidth_efficiency) for t in tiers)
         if host is not None:
@@ -524,36 +499,36 @@ def catalog_ids() -> tuple[str, ...]:
 
 
 @functools.cache
-def _load_catalog_device(dev_id: str, calibrated: bool) -> Device:
+def _load_catalog_device(dev_id: str) -> Device:
     path = hardware_dir() / f"{dev_id}.toml"
     raw = _load_toml(path)
     if raw.get("id") != dev_id:
         raise SpecError(f"{path.name}: id {raw.get('id')!r} does not match the file name")
-    return parse_device(raw, dev_id, calibrated=calibrated)
+    return parse_device(raw, dev_id)
 
 
-def load_device(ref: str | Path, *, calibrated: bool = True) -> Device:
+def load_device(ref: str | Path) -> Device:
     """A device by catalog id, or from a user TOML file path of the catalog schema."""
     text = str(ref)
     if text.endswith(".toml") or "/" in text or Path(text).suffix:
         path = Path(text)
         raw = _load_toml(path)
-        return parse_device(raw, path.name, calibrated=calibrated)
+        return parse_device(raw, path.name)
     ids = catalog_ids()
     if text not in ids:
         raise SpecError(f"unknown hardware id {text!r}{suggest(text, ids)}; "
                         f"`sweep catalog hardware` lists them, or give a path to a TOML file")
-    return _load_catalog_device(text, calibrated)
+    return _load_catalog_device(text)
 
 
-def load_catalog(*, calibrated: bool = True) -> dict[str, Device]:
+def load_catalog() -> dict[str, Device]:
     """All built-in devices, every file checked; all problems reported together."""
     class_defaults()  # a broken classes.toml is one error, not one per device
     problems: list[str] = []
     out: dict[str, Device] = {}
     for dev_id in catalog_ids():
         try:
-            out[dev_id] = _load_catalog_device(dev_id, calibrated)
+            out[dev_id] = _load_catalog_device(dev_id)
         except SpecError as exc:
             problems.extend(exc.problems)
     if problems:
@@ -562,7 +537,7 @@ def load_catalog(*, calibrated: bool = True) -> dict[str, Device]:
 
 
 def catalog_hash() -> str:
-    """SHA-256 over every catalog data file (hardware, classes, calibration, models)."""
+    """SHA-256 over every catalog data file (hardware, classes, engines, prices, models)."""
     h = hashlib.sha256()
     root = _data_dir()
     for path in sorted(root.rglob("*")):
@@ -705,48 +680,3 @@ def derive_device(base: Device, new_id: str, overrides: dict[str, float],
     if problems:
         raise SpecError(problems, "hypothetical device")
     return derived
-
-
-# --------------------------------------------------------------------------------------------
-# calibration overlays (public: sweep's calibration writes and applies them through these)
-
-
-def calibration_path() -> Path:
-    """The shipped calibration overlay, ``grids/data/calibration.toml``."""
-    return _data_dir() / "calibration.toml"
-
-
-def read_overlay(path: str | Path) -> dict[str, Any]:
-    """A calibration overlay TOML file, parsed (one SpecError if it cannot be read)."""
-    return _load_toml(Path(path))
-
-
-def with_efficiency(dev: Device, values: dict[str, float], label: str = "calibrated (device)"
-                    ) -> Device:
-    """``dev`` with efficiency fields replaced by ``values`` (fractions; ``layer_overhead`` [s]);
-    the bandwidth efficiency applies to every memory tier and the host tier, as the loader does."""
-    eff = {k: float(v) for k, v in values.items() if k in EFFICIENCY_FIELDS}
-    origin = dict(dev.efficiency.origin)
-    origin.update(dict.fromkeys(eff, label))
-    new_eff = dataclasses.replace(dev.efficiency, **eff, origin=origin)
-    tiers, host = dev.tiers, dev.host
-    if "bandwidth_efficiency" in eff:
-        bw = eff["bandwidth_efficiency"]
-        tiers = tuple(dataclasses.replace(t, efficiency=bw) for t in tiers)
-        host = dataclasses.replace(host, efficiency=bw) if host is not None else None
-    return dataclasses.replace(dev, efficiency=new_eff, tiers=tiers, host=host)
-
-
-def apply_overlay(dev: Device, overlay: dict[str, Any]) -> Device:
-    """``dev`` with the overlay's ``[device.<id>]`` table applied, else its ``[class.<cls>]``
-    table, as the catalog loader applies the shipped overlay."""
-    cal = overlay.get("device", {}).get(dev.id) or overlay.get("class", {}).get(dev.cls) or {}
-    vals = {k: float(v) for k, v in cal.items()
-            if k in EFFICIENCY_FIELDS and isinstance(v, (int, float))}
-    return with_efficiency(dev, vals) if vals else dev
-
-
-def clear_caches() -> None:
-    """Forget loaded catalog devices and the shipped overlay (after the overlay file changed)."""
-    calibration_overlay.cache_clear()
-    _load_catalog_device.cache_clear()

@@ -2,9 +2,13 @@
 ``tp8-off0.25``.
 
 A name is ``-``-separated parts, each a degree ``tp<N>``, ``pp<N>``, ``ep<N>``, ``dp<N>`` (tensor,
-pipeline, expert, data parallel; default 1) or an offload fraction ``off<f>`` / ``offload<f>`` with
-0 <= f < 1 (fraction of the weights held in the host tier; default 0). ``tp1`` is the single-device
-layout. One replica spans ``tp x pp x ep`` devices; ``dp`` replicas make ``devices = tp x pp x ep x dp``.
+pipeline, expert, data parallel; default 1), an offload fraction ``off<f>`` / ``offload<f>`` with
+0 <= f < 1 (fraction of the weights held in the host tier; default 0), or ``spill`` (what does not
+fit the device's memory may spill to the host tier; without it such a point does not fit).
+``tp1`` is the single-device layout. One replica spans ``tp x pp x ep`` devices; ``dp`` replicas
+make ``devices = tp x pp x ep x dp``. A layout keeps the spelling it was given as its ``label``
+(``ep4`` stays ``ep4``, the coordinate a result is selected by); ``name`` is the normalised form
+(``tp1-ep4``), used to tell two spellings of the same layout apart.
 
 Meaning in the model (see ``docs/model.md``): attention and dense layers are tensor-split ``tp``
 ways inside each of ``ep`` attention groups, each group serving ``batch / ep`` sequences; routed
@@ -17,11 +21,12 @@ mismatch makes those grid points infeasible, not an error, unless it fits no mod
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from grids.errors import SpecError
 
 _PART = re.compile(r"^(?P<key>tp|pp|ep|dp|offload|off)(?P<val>\d+(?:\.\d*)?|\.\d+)$")
+SPILL = "spill"
 MAX_DEGREE = 65536
 
 
@@ -32,6 +37,8 @@ class Layout:
     ep: int = 1
     dp: int = 1
     offload: float = 0.0
+    spill: bool = False
+    label: str = field(default="", compare=False)  # the spelling given (name when empty)
 
     @property
     def devices_per_replica(self) -> int:
@@ -47,16 +54,25 @@ class Layout:
                  if getattr(self, k) != 1 or k == "tp"]
         if self.offload:
             parts.append(f"off{self.offload:g}")
+        if self.spill:
+            parts.append(SPILL)
         return "-".join(parts)
 
-    def to_dict(self) -> dict[str, object]:
-        return {"name": self.name, "tp": self.tp, "pp": self.pp, "ep": self.ep, "dp": self.dp,
-                "offload": self.offload, "devices": self.devices}
+    @property
+    def display(self) -> str:
+        """The label the layout was given, else its normalised name."""
+        return self.label or self.name
 
-    def problems_for_model(self, model) -> list[str]:
-        """Why this layout cannot run ``model`` (empty when it can)."""
+    def to_dict(self) -> dict[str, object]:
+        return {"name": self.name, "label": self.display, "tp": self.tp, "pp": self.pp,
+                "ep": self.ep, "dp": self.dp, "offload": self.offload, "spill": self.spill,
+                "devices": self.devices}
+
+    def problems_for_model(self, model, pads_heads: bool = False) -> list[str]:
+        """Why this layout cannot run ``model`` (empty when it can); ``pads_heads``: some engine
+        of the grid pads attention heads, so tp need not divide them."""
         out = []
-        if model.tp_divisor % self.tp:
+        if model.tp_divisor % self.tp and not pads_heads:
             out.append(f"tp{self.tp} does not divide the {model.tp_divisor} attention heads of "
                        f"{model.id}")
         if self.ep > 1 and model.n_experts == 0:
@@ -70,16 +86,24 @@ class Layout:
 
 def parse_layout(name: str) -> Layout:
     """Parse a layout name; raise SpecError saying what is wrong and the accepted form."""
-    text = str(name).strip().lower()
+    label = str(name).strip()
+    text = label.lower()
     if not text:
         raise SpecError("empty layout name (write e.g. 'tp1', 'tp4-ep2', 'tp8-off0.25')")
     values: dict[str, float] = {}
     problems = []
+    spill = False
     for part in text.split("-"):
+        if part == SPILL:
+            if spill:
+                problems.append(f"layout {name!r}: spill given twice")
+            spill = True
+            continue
         m = _PART.match(part)
         if not m:
             problems.append(f"layout {name!r}: cannot read part {part!r} (parts are tp<N>, pp<N>, "
-                            f"ep<N>, dp<N>, off<fraction>, e.g. 'tp4-ep2' or 'tp8-off0.25')")
+                            f"ep<N>, dp<N>, off<fraction>, spill, e.g. 'tp4-ep2' or "
+                            f"'tp8-off0.25')")
             continue
         key = "offload" if m.group("key") in ("off", "offload") else m.group("key")
         if key in values:
@@ -96,7 +120,7 @@ def parse_layout(name: str) -> Layout:
         raise SpecError(problems)
     return Layout(tp=int(values.get("tp", 1)), pp=int(values.get("pp", 1)),
                   ep=int(values.get("ep", 1)), dp=int(values.get("dp", 1)),
-                  offload=float(values.get("offload", 0.0)))
+                  offload=float(values.get("offload", 0.0)), spill=spill, label=label)
 
 
 def expand_degrees(tp=(1,), pp=(1,), ep=(1,), dp=(1,), offload=(0.0,)) -> list[Layout]:

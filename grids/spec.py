@@ -1,8 +1,10 @@
-"""Grid specs: which hardware x model x batch x context x output_len x precision x parallelism to sweep.
+"""Grid specs: which hardware x engine x model x batch x context x output_len x precision x
+parallelism to sweep.
 
 A spec is a TOML file or the same structure as a dict. Top-level keys are the dims::
 
     hardware    = ["h100-sxm", "mi300x"]      # catalog ids, TOML paths, or "all"
+    engine      = ["native", "ideal"]         # serving engines (docs/engines.md); default native
     model       = ["llama-3.1-8b", "my/config.json"]
     batch       = [1, 8, 64]                  # or { from = 1, to = 1024, scale = "log2" }
     context     = [128, 2048]                 # prompt tokens; same forms as batch
@@ -10,8 +12,14 @@ A spec is a TOML file or the same structure as a dict. Top-level keys are the di
     precision   = ["bf16", "fp8", "w4a16"]
     parallelism = ["tp1", "tp4-ep2"]          # or { tp = [1, 2, 4], pp = [1], ep = [1], dp = [1] }
 
+    calibration = "my-engines.toml"           # engine parameter overlay (default: the shipped)
+
     [workload]
-    prefill_chunk = 8192                      # tokens per prefill forward pass
+    prefill_chunk = 8192                      # tokens per prefill forward pass (else the engine's)
+    context_scaling = 1.0                     # allow prompts beyond the model's window (x factor)
+
+    [cost]                                    # price basis and parameters (docs/prices.md)
+    basis = "cloud"
 
     [efficiency]                              # overrides for every device ...
     flops_efficiency = 0.6
@@ -33,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grids import engines as enginecat
 from grids import hardware as hwcat
 from grids import models as mdcat
 from grids import tomlio
@@ -41,10 +50,17 @@ from grids.layouts import Layout, expand_degrees, parse_layout
 from grids.precisions import Precision, parse_precision
 from grids.units import parse_quantity
 
-DIMS = ("hardware", "model", "batch", "context", "output_len", "precision", "parallelism")
-TOP_KEYS = (*DIMS, "workload", "efficiency", "hypothetical", "name", "description")
-WORKLOAD_KEYS = {"prefill_chunk": "count", "output_len": "count"}
+DIMS = ("hardware", "engine", "model", "batch", "context", "output_len", "precision",
+        "parallelism")
+TOP_KEYS = (*DIMS, "workload", "efficiency", "hypothetical", "calibration", "cost", "name",
+            "description")
+WORKLOAD_KEYS = {"prefill_chunk": "count", "output_len": "count", "context_scaling": "fraction"}
 MAX_POINTS_WARNING = 10**10
+#: largest values of the integer axes (beyond them the arithmetic leaves float precision, and no
+#: deployment runs them): sequences per replica, tokens
+AXIS_MAX = {"batch": 1 << 24, "context": 1 << 31, "output_len": 1 << 31}
+#: the engine of the default grid: each device served by its vendor's reference stack
+DEFAULT_ENGINE = "native"
 #: tokens per prefill forward pass (chunked prefill) unless a spec's [workload] says otherwise
 DEFAULT_PREFILL_CHUNK = 8192
 
@@ -57,6 +73,7 @@ DEFAULT_MODELS = (
 DEFAULT_SPEC: dict[str, Any] = {
     "name": "default: the seeds' landscape",
     "hardware": "all",
+    "engine": [DEFAULT_ENGINE],
     "model": list(DEFAULT_MODELS),
     "batch": {"from": 1, "to": 1024, "scale": "log2"},
     "context": {"from": 128, "to": 131072, "scale": "log2"},
@@ -83,11 +100,32 @@ class GridSpec:
     prefill_chunk: int = DEFAULT_PREFILL_CHUNK
     raw: dict[str, Any] = field(default_factory=dict)
     name: str = ""
+    engines: list[Any] = field(default_factory=list)
+    engine_overlay: dict[str, Any] | None = None  # calibration overlay (None = the shipped one)
+    cost: Any = None  # grids.prices.CostSpec
+    context_scaling: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.engines:
+            self.engines = [enginecat.load_engine(DEFAULT_ENGINE)]
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return (len(self.hardware), len(self.models), len(self.batch), len(self.context),
-                len(self.output_len), len(self.precisions), len(self.layouts))
+        return (len(self.hardware), len(self.engines), len(self.models), len(self.batch),
+                len(self.context), len(self.output_len), len(self.precisions), len(self.layouts))
+
+    def resolved_engines(self) -> list[list[Any]]:
+        """``[h][e]``: engine e resolved for device h (:class:`grids.engines.EngineParams`)."""
+        return [[enginecat.resolve(e, d, self.engine_overlay) for e in self.engines]
+                for d in self.hardware]
+
+    def device_costs(self) -> list[Any]:
+        """Per device, its :class:`grids.prices.DeviceCost` under the spec's ``[cost]`` (NaN
+        fixed cost where unpriced)."""
+        from grids.prices import device_costs
+
+        costs = device_costs(self.hardware, self.cost, missing="nan")
+        return [costs[d.id] for d in self.hardware]
 
     @property
     def n_points(self) -> int:
@@ -126,6 +164,20 @@ def _whole(v: Any) -> int | None:
 
 
 def _int_axis(value: Any, key: str, problems: list[str], minimum: int = 1) -> list[int]:
+    """A list of whole numbers (or a range) for the axis ``key``, each in [minimum, AXIS_MAX]."""
+    n_bad = len(problems)
+    vals = _int_axis_values(value, key, problems, minimum)
+    top = AXIS_MAX.get(key)
+    if top is not None and len(problems) == n_bad:
+        big = [v for v in vals if v > top]
+        if big:
+            problems.append(f"{key}: {big[0]:.4g} is beyond the largest supported {key} "
+                            f"({top:,}); give a smaller value")
+            return []
+    return vals
+
+
+def _int_axis_values(value: Any, key: str, problems: list[str], minimum: int) -> list[int]:
     if isinstance(value, dict):
         unknown = set(value) - {"from", "to", "scale", "num"}
         if unknown:
@@ -138,6 +190,10 @@ def _int_axis(value: Any, key: str, problems: list[str], minimum: int = 1) -> li
             return []
         if lo < minimum or hi < lo:
             problems.append(f"{key}: range from {lo} to {hi} must satisfy {minimum} <= from <= to")
+            return []
+        if hi > AXIS_MAX.get(key, hi):
+            problems.append(f"{key}: range to {hi:.4g} is beyond the largest supported {key} "
+                            f"({AXIS_MAX[key]:,}); give a smaller value")
             return []
         scale = value.get("scale", "log2")
         if scale == "log2":
@@ -216,12 +272,34 @@ def spec_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> GridSpe
     devices = _hardware(raw.get("hardware", "all"), eff_over, raw.get("hypothetical", {}) or {},
                         resolve, problems)
 
+    _no_duplicate_ids("hardware", [d.id for d in devices], problems)
+
+    engines = []
+    for ref in _str_list(raw.get("engine", [DEFAULT_ENGINE]), "engine", problems):
+        try:
+            engines.append(enginecat.load_engine(resolve(ref)))
+        except SpecError as exc:
+            problems.extend(f"engine: {p}" for p in exc.problems)
+    _no_duplicate_ids("engine", [e.id for e in engines], problems)
+    overlay = None
+    if "calibration" in raw:
+        cal = raw["calibration"]
+        if not isinstance(cal, str) or not cal.strip():
+            problems.append(f"calibration: give the path of an engine calibration overlay (TOML), "
+                            f"got {cal!r}")
+        else:
+            try:
+                overlay = tomlio.load(resolve_path(cal, base_dir))
+            except SpecError as exc:
+                problems.extend(f"calibration: {p}" for p in exc.problems)
+
     models: list[mdcat.ModelArch] = []
     for ref in _str_list(raw.get("model", list(DEFAULT_MODELS)), "model", problems):
         try:
             models.append(mdcat.load_model(resolve(ref)))
         except SpecError as exc:
             problems.extend(f"model: {p}" for p in exc.problems)
+    _no_duplicate_ids("model", [m.id for m in models], problems)
 
     batch = _int_axis(raw.get("batch", [1]), "batch", problems)
     context = _int_axis(raw.get("context", [1024]), "context", problems)
@@ -242,27 +320,76 @@ def spec_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> GridSpe
     names = [lay.name for lay in layouts]
     dups = sorted({n for n in names if names.count(n) > 1})
     if dups:
-        problems.append(f"parallelism: layouts {dups} are given twice (after normalising names)")
+        spelled = ["; ".join(" and ".join(repr(lay.display) for lay in layouts if lay.name == n)
+                             + f" (both {n})" for n in dups)]
+        problems.append(f"parallelism: the same layout is given twice: {spelled[0]}")
     if models and layouts:
+        pads = _any_engine_pads_heads(devices, engines, overlay)
         for lay in layouts:
-            why = [lay.problems_for_model(m) for m in models]
+            why = [lay.problems_for_model(m, pads) for m in models]
             if all(why):
-                problems.append(f"parallelism: layout {lay.name!r} suits none of the models: "
+                problems.append(f"parallelism: layout {lay.display!r} suits none of the models: "
                                 f"{'; '.join(w[0] for w in why)}")
 
     chunk = workload.get("prefill_chunk", DEFAULT_PREFILL_CHUNK)
-    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
-        problems.append(f"workload.prefill_chunk: must be a whole number of tokens >= 1, "
-                        f"got {chunk!r}")
+    if (isinstance(chunk, bool) or not isinstance(chunk, int) or not
+            1 <= chunk <= AXIS_MAX["context"]):
+        problems.append(f"workload.prefill_chunk: must be a whole number of tokens in [1, "
+                        f"{AXIS_MAX['context']:,}], got {chunk!r}")
         chunk = DEFAULT_PREFILL_CHUNK
+    scaling = workload.get("context_scaling", 1.0)
+    if (isinstance(scaling, bool) or not isinstance(scaling, (int, float))
+            or not 1.0 <= scaling <= 1024.0):
+        problems.append(f"workload.context_scaling: a factor in [1, 1024] by which prompts may "
+                        f"exceed a model's context window (rope scaling), got {scaling!r}")
+        scaling = 1.0
+    cost = None
+    if "cost" in raw:
+        from grids.prices import parse_cost_spec
+
+        try:
+            cost = parse_cost_spec(raw["cost"], device_ids=[d.id for d in devices])
+        except SpecError as exc:
+            problems.extend(f"cost: {p}" for p in exc.problems)
     if problems:
         raise SpecError(problems, "grid spec")
     spec = GridSpec(devices, models, batch, context, output_len, out_is_dim, precisions, layouts,
-                    int(chunk), raw=dict(raw), name=str(raw.get("name", "")))
+                    int(chunk), raw=dict(raw), name=str(raw.get("name", "")), engines=engines,
+                    engine_overlay=overlay, cost=cost, context_scaling=float(scaling))
     if spec.n_points > MAX_POINTS_WARNING:
         raise SpecError(f"grid spec: {spec.n_points:.3g} points is more than "
                         f"{MAX_POINTS_WARNING:.0e}; split the grid or narrow an axis")
     return spec
+
+
+def _any_engine_pads_heads(devices: list[hwcat.Device], engines: list[Any],
+                           overlay: dict[str, Any] | None) -> bool:
+    """True if some engine of the grid pads attention heads on some device of it (then a tp that
+    does not divide the heads is not an error of the spec)."""
+    for e in engines:
+        for d in devices:
+            try:
+                r = enginecat.resolve(e, d, overlay)
+            except SpecError:
+                continue
+            if r.supported and r.pads_heads:
+                return True
+    return False
+
+
+def resolve_path(ref: str, base_dir: Path | None) -> Path:
+    """A file path of a spec, relative to the spec file's directory."""
+    p = Path(ref).expanduser()
+    return p if p.is_absolute() or base_dir is None else base_dir / p
+
+
+def _no_duplicate_ids(kind: str, ids: list[str], problems: list[str]) -> None:
+    """Two entries of one dim must not resolve to the same id (the coordinate would repeat a
+    label, and every analysis across that dim would compare a thing with itself)."""
+    dups = sorted({i for i in ids if ids.count(i) > 1})
+    if dups:
+        problems.append(f"{kind}: {', '.join(map(repr, dups))} given twice (different references "
+                        f"to the same {kind}); keep one")
 
 
 def _layouts(value: Any, problems: list[str]) -> list[Layout]:
@@ -312,7 +439,7 @@ def _hardware(value: Any, eff_over: dict[str, Any], hypo: dict[str, Any], resolv
     hypo_ids = set(hypo) if isinstance(hypo, dict) else set()
     devices: list[hwcat.Device] = []
     for ref in refs:
-        if ref in hypo_ids:
+        if ref in hypo_ids and ref not in ids:
             continue  # added below
         try:
             devices.append(hwcat.load_device(resolve(ref)))
@@ -322,6 +449,10 @@ def _hardware(value: Any, eff_over: dict[str, Any], hypo: dict[str, Any], resolv
         problems.append("hypothetical: must be a table of [hypothetical.<id>] tables")
         hypo = {}
     for hid, table in hypo.items():
+        if hid in ids:
+            problems.append(f"hypothetical.{hid}: the name of a catalog device; a hypothetical "
+                            f"device needs its own name (e.g. '{hid}-custom')")
+            continue
         devices.extend(_hypothetical(hid, table, resolve, problems))
     # efficiency overrides: plain numbers for all devices, or tables per device id
     if not isinstance(eff_over, dict):

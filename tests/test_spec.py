@@ -77,8 +77,8 @@ def test_toml_file_and_dict_give_the_same_spec(tmp_path):
     from_str_path = load_spec(str(path))
     from_dict = load_spec(tomllib.loads(SPEC_TOML))
     assert from_file == from_dict == from_str_path
-    assert from_file.shape == (5, 2, 7, 2, 2, 2, 2)
-    assert from_file.n_points == 5 * 2 * 7 * 2 * 2 * 2 * 2
+    assert from_file.shape == (5, 1, 2, 7, 2, 2, 2, 2)  # one engine: the default
+    assert from_file.n_points == 5 * 1 * 2 * 7 * 2 * 2 * 2 * 2
     assert load_spec(from_file) is from_file  # a GridSpec passes through
 
 
@@ -97,13 +97,14 @@ def test_default_spec():
     assert s.context == [2**i for i in range(7, 18)]  # 128 .. 131072
     assert [p.name for p in s.precisions] == ["bf16", "fp8", "w4a16"]
     assert s.output_len == [256] and not s.output_len_is_dim
-    assert len(s.shape) == len(DIMS) == 7
+    assert len(s.shape) == len(DIMS) == 8
+    assert [e.id for e in s.engines] == ["native"]
     assert load_spec(DEFAULT_SPEC) == s
 
 
 def test_minimal_spec_defaults():
     s = load_spec({"hardware": "h100-sxm", "model": "llama-3.1-8b"})
-    assert s.shape == (1, 1, 1, 1, 1, 1, 1)
+    assert s.shape == (1, 1, 1, 1, 1, 1, 1, 1)
     assert s.batch == [1] and s.context == [1024] and s.output_len == [256]
     assert [p.name for p in s.precisions] == ["bf16"] and [x.name for x in s.layouts] == ["tp1"]
     assert s.prefill_chunk == 8192
@@ -133,7 +134,7 @@ def test_output_len_scalar_is_a_setting_and_list_is_a_dim():
     s = load_spec({**base, "output_len": [512]})
     assert s.output_len == [512] and s.output_len_is_dim
     s = load_spec({**base, "output_len": [128, 1024]})
-    assert s.output_len == [128, 1024] and s.output_len_is_dim and s.shape[4] == 2
+    assert s.output_len == [128, 1024] and s.output_len_is_dim and s.shape[5] == 2
     s = load_spec({**base, "output_len": {"from": 64, "to": 256}})
     assert s.output_len == [64, 128, 256] and s.output_len_is_dim
     s = load_spec({**base, "workload": {"output_len": 64}})
@@ -153,12 +154,35 @@ def test_model_config_path_relative_to_the_spec_file(tmp_path):
     (tmp_path / "m").mkdir()
     cfg = json.loads((load_model_dir() / "llama-3.1-8b.json").read_text())
     (tmp_path / "m" / "config.json").write_text(json.dumps(cfg))
-    (tmp_path / "grid.toml").write_text('hardware = "h100-sxm"\nmodel = ["m/config.json", "./m"]\n'
+    (tmp_path / "grid.toml").write_text('hardware = "h100-sxm"\nmodel = ["m/config.json"]\n'
                                         'precision = "bf16"\n')
     s = load_spec(tmp_path / "grid.toml")
     ref = load_spec({"hardware": "h100-sxm", "model": "llama-3.1-8b"}).models[0]
     assert s.models[0].params_total == ref.params_total
-    assert s.models[1].params_total == ref.params_total
+    # the directory holding config.json is the same model: given twice, it is refused
+    (tmp_path / "grid.toml").write_text('hardware = "h100-sxm"\nmodel = ["m/config.json", "./m"]\n')
+    with pytest.raises(SpecError, match="'m' given twice"):
+        load_spec(tmp_path / "grid.toml")
+
+
+def test_duplicate_references_are_refused(tmp_path):
+    """Two references to one model (a catalog id and its config file) or one device would give
+    two coordinates with the same label: refused, saying which."""
+    cfg = (load_model_dir() / "llama-3.1-8b.json").read_text()
+    (tmp_path / "llama-3.1-8b").mkdir()
+    (tmp_path / "llama-3.1-8b" / "config.json").write_text(cfg)
+    with pytest.raises(SpecError, match="'llama-3.1-8b' given twice"):
+        load_spec({"hardware": "h100-sxm",
+                   "model": ["llama-3.1-8b", str(tmp_path / "llama-3.1-8b" / "config.json")]})
+    raw = (load_model_dir().parent / "hardware" / "h100-sxm.toml").read_text()
+    (tmp_path / "h.toml").write_text(raw)
+    with pytest.raises(SpecError, match="'h100-sxm' given twice"):
+        load_spec({"hardware": ["h100-sxm", str(tmp_path / "h.toml")], "model": "llama-3.1-8b"})
+    with pytest.raises(SpecError, match="the name of a catalog device"):
+        load_spec({"hardware": ["h100-sxm"], "model": "llama-3.1-8b",
+                   "hypothetical": {"mi300x": {"base": "h100-sxm", "tdp": "800 W"}}})
+    with pytest.raises(SpecError, match="'vllm' given twice"):
+        load_spec({"hardware": "h100-sxm", "model": "llama-3.1-8b", "engine": ["vllm", "vllm"]})
 
 
 def load_model_dir():
@@ -241,7 +265,7 @@ def test_unknown_override_key_suggests():
 
 def test_efficiency_global_and_per_device():
     s = load_spec({"hardware": ["h100-sxm", "mi300x", "tpu-v6e"], "model": "llama-3.1-8b",
-                   "efficiency": {"flops_efficiency": 0.55, "layer_overhead": "3 us",
+                   "efficiency": {"flops_efficiency": 0.55, "capacity_fraction": 0.8,
                                   "mi300x": {"flops_efficiency": 0.4, "jitter": 0.2}}})
     by = {d.id: d for d in s.hardware}
     assert by["h100-sxm"].efficiency.flops_efficiency == 0.55
@@ -249,7 +273,7 @@ def test_efficiency_global_and_per_device():
     assert by["mi300x"].efficiency.flops_efficiency == 0.4  # per device beats global
     assert by["mi300x"].efficiency.jitter == 0.2
     assert by["h100-sxm"].efficiency.jitter == load_device("h100-sxm").efficiency.jitter
-    assert all(d.efficiency.layer_overhead == pytest.approx(3e-6) for d in s.hardware)
+    assert all(d.efficiency.capacity_fraction == pytest.approx(0.8) for d in s.hardware)
     assert by["h100-sxm"].efficiency.origin["flops_efficiency"] != "class default (gpu)"
     assert by["h100-sxm"].id == "h100-sxm" and by["h100-sxm"].name == load_device("h100-sxm").name
 
@@ -469,7 +493,7 @@ def test_each_corruption_is_exactly_one_problem(name, bad_files):
 
 
 def test_valid_base_spec_loads():
-    assert load_spec(copy.deepcopy(VALID)).shape == (4, 2, 2, 2, 1, 2, 2)
+    assert load_spec(copy.deepcopy(VALID)).shape == (4, 1, 2, 2, 2, 1, 2, 2)
 
 
 @given(st.lists(st.sampled_from(sorted(CORRUPTIONS)), min_size=1, max_size=4, unique=True))
