@@ -82,6 +82,9 @@ def make_result(hardware=("hw-a", "hw-b", "hw-c"), models=("dense-8b", "moe-47b"
         "ttft": ttft, "tpot": tpot, "e2e_latency": e2e, "throughput": thr,
         "total_throughput": thr * (c + ol) / ol, "throughput_per_device": thr / dev,
         "tokens_per_joule": thr / power, "power": power, "memory_per_device": memory,
+        "system_power": power * 1.8, "tokens_per_joule_system": thr / (power * 1.8),
+        "cost_per_mtok": 1e6 * (dev * 3.0 / 3600) / thr, "tokens_per_dollar": thr / (dev * 3.0 / 3600),
+        "host_fraction": np.zeros(shape),
         "arithmetic_intensity": 2 * b / wb * np.ones(shape),
         "mfu": rng.uniform(0.01, 0.9, shape), "mbu": rng.uniform(0.1, 0.9, shape),
         "latency_cov": (0.02 + 0.1 * (ep > 1)) * rng.uniform(0.5, 1.5, shape),
@@ -94,9 +97,11 @@ def make_result(hardware=("hw-a", "hw-b", "hw-c"), models=("dense-8b", "moe-47b"
             arr = ok.astype(np.int8)
         elif name == "bound":
             arr = np.where(ok, rng.integers(0, 6, shape), -1).astype(np.int8)
+        elif name == "infeasible_reason":
+            arr = np.where(ok, 0, 9).astype(np.int8)
         else:
             arr = np.broadcast_to(np.asarray(vals[name], dtype=np.float64), shape)
-            keep = ok | (name in ("memory_per_device", "min_devices"))
+            keep = ok | (name in ("memory_per_device", "min_devices", "host_fraction"))
             arr = np.where(keep, arr, np.nan).astype(np.float32)
         data_vars[name] = (dims, arr, var.attrs())
     coords: dict = {
@@ -114,8 +119,10 @@ def make_result(hardware=("hw-a", "hw-b", "hw-c"), models=("dense-8b", "moe-47b"
     per = {
         "hardware_name": [f"Device {h}" for h in hardware],
         "hardware_class": ["gpu"] * n_h, "peak_bf16_flops": peak, "peak_fp8_flops": 2 * peak,
-        "hbm_bandwidth": bw, "hbm_capacity": mem, "sram_capacity": np.zeros(n_h),
+        "hardware_vendor": ["Vendor"] * n_h,
+        "dram_bandwidth": bw, "dram_capacity": mem, "sram_capacity": np.zeros(n_h),
         "device_memory": mem, "link_bandwidth": np.full(n_h, 450e9), "tdp": np.full(n_h, 700.0),
+        "host_power": np.full(n_h, 575.0), "price_usd_per_hour": np.full(n_h, 3.0),
         "release_year": np.full(n_h, 2023),
         "params_total": total, "params_active": active, "n_layers": np.full(n_m, 32),
         "kv_bytes_per_token": np.full(n_m, 131072),
@@ -124,7 +131,7 @@ def make_result(hardware=("hw-a", "hw-b", "hw-c"), models=("dense-8b", "moe-47b"
         "kv_bits": [8 if "8" in p else 16 for p in precision],
         "tp": [x.tp for x in lays], "pp": [x.pp for x in lays], "ep": [x.ep for x in lays],
         "dp": [x.dp for x in lays], "offload": [x.offload for x in lays],
-        "devices": [x.devices for x in lays],
+        "spill": [int(x.spill) for x in lays], "devices": [x.devices for x in lays],
     }
     for dim, name, units, long_name in COORDS:
         coords[name] = (dim, np.asarray(per[name]), {"units": units, "long_name": long_name})

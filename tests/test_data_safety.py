@@ -203,11 +203,11 @@ def test_calibrate_never_writes_into_the_installation(tmp_path, capsys):
     site.mkdir(parents=True)
     assert inside_installation(site / "calibration.toml")
     assert not inside_installation(tmp_path / "calibration.toml")
-    assert main(["calibrate", "-o", str(site / "calibration.toml"), "--no-loso"]) == 2
+    assert main(["calibrate", "-o", str(site / "calibration.toml"), "--no-lopo"]) == 2
     assert "installed package" in capsys.readouterr().err
     assert not (site / "calibration.toml").exists()
     with pytest.raises(SystemExit) as exc:  # -o is required: no default inside the package
-        main(["calibrate", "--no-loso"])
+        main(["calibrate", "--no-lopo"])
     assert exc.value.code == 2
 
 

@@ -162,13 +162,13 @@ def test_needs_output_and_valid_scheduler(tmp_path):
 def test_zarr_chunks_cover_grid_once():
     from sweep.execute.plan import zarr_chunks
 
-    shape = (7, 5, 11, 9, 2, 3, 4)
-    storage = (2, 2, 3, 4, 2, 3, 4)
+    shape = (7, 3, 5, 11, 9, 2, 3, 4)  # (H, E, M, B, S, O, P, L)
+    storage = (2, 2, 2, 3, 4, 2, 3, 4)
     for max_points in (1, 500, 5000, 10**9):
-        seen = np.zeros(shape[:4], dtype=int)
+        seen = np.zeros(shape[:5], dtype=int)
         for c in zarr_chunks(shape, storage, max_points):
-            seen[c.h, c.m, c.b, c.s] += 1
-            for sl, size, n in zip((c.h, c.m, c.b, c.s), shape, storage):
+            seen[c.slices] += 1
+            for sl, size, n in zip(c.slices, shape, storage):
                 assert sl.start % n == 0  # starts on a storage-chunk boundary
                 assert sl.stop % n == 0 or sl.stop == size  # ends on one (or at the edge)
         assert (seen == 1).all()

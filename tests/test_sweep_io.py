@@ -34,7 +34,7 @@ SMALL = {
     "precision": ["bf16", "fp8"],
     "parallelism": ["tp1", "tp2", "ep2", "tp8-pp16"],
 }
-DIMS6 = ("hardware", "model", "batch", "context", "precision", "parallelism")
+DIMS6 = ("hardware", "engine", "model", "batch", "context", "precision", "parallelism")
 
 
 @pytest.fixture(scope="module")
@@ -60,11 +60,16 @@ def test_dataset_structure(small_ds):
     assert set(np.unique(labels.values)) <= {"infeasible", "compute", "sram", "dram",
                                              "host_link", "interconnect", "overhead"}
     assert set(small_ds["bound"].values.ravel()) <= {-1, 0, 1, 2, 3, 4, 5}
-    for coord in ("peak_bf16_flops", "hbm_bandwidth", "tdp", "params_total", "params_active",
-                  "tp", "pp", "ep", "dp", "offload", "devices"):
+    for coord in ("peak_bf16_flops", "dram_bandwidth", "tdp", "host_power", "params_total",
+                  "params_active", "tp", "pp", "ep", "dp", "offload", "spill", "devices",
+                  "engine_used", "peak_flops", "price_usd_per_hour"):
         assert coord in small_ds.coords, coord
+    assert small_ds["infeasible_reason"].dtype == np.int8
+    why = flag_labels(small_ds["infeasible_reason"]).values
+    fits = small_ds["fits"].values == 1
+    assert (why[fits] == "feasible").all() and (why[~fits] != "feasible").all()
     for key in ("package_version", "grid_spec_toml", "catalog_sha256", "created_utc",
-                "efficiency_parameters_json"):
+                "efficiency_parameters_json", "engine_parameters_json"):
         assert small_ds.attrs[key], key
     assert int(small_ds["output_len"]) == 128
 
@@ -102,11 +107,11 @@ def test_streamed_chunks_equal_in_memory(small_ds, tmp_path):
     # 1 MiB budget -> kernel chunks of ~4000 points; the grid has 768 x 4 x ... points
     _same(small_ds, ds)
     assert stats.chunks >= 1
-    chunks = plan_chunks((4, 2, 3, 2, 1, 2, 4), 20)
-    covered = np.zeros((4, 2, 3, 2), dtype=int)
+    chunks = plan_chunks((4, 2, 2, 3, 2, 1, 2, 4), 20)
+    covered = np.zeros((4, 2, 2, 3, 2), dtype=int)
     for c in chunks:
-        covered[c.h, c.m, c.b, c.s] += 1
-        assert c.size((4, 2, 3, 2, 1, 2, 4)) <= 20 or (c.s.stop - c.s.start) == 1
+        covered[c.slices] += 1
+        assert c.size((4, 2, 2, 3, 2, 1, 2, 4)) <= 20 or (c.s.stop - c.s.start) == 1
     assert (covered == 1).all()
 
 
@@ -121,8 +126,8 @@ def test_many_chunks_streamed(tmp_path):
 
 def test_output_len_as_dim():
     ds = sweep.run(dict(SMALL, output_len=[16, 256]), progress=False)
-    assert tuple(ds["tpot"].dims) == ("hardware", "model", "batch", "context", "output_len",
-                                      "precision", "parallelism")
+    assert tuple(ds["tpot"].dims) == ("hardware", "engine", "model", "batch", "context",
+                                      "output_len", "precision", "parallelism")
     fits = ds["fits"].values == 1
     assert (ds["e2e_latency"].values[fits] > 0).all()
 
@@ -244,7 +249,7 @@ def test_evaluate_matches_grid(small_ds):
     for _ in range(60):
         pt = {d: small_ds[d].values[rng.integers(small_ds.sizes[d])] for d in DIMS6}
         rows.append(pt)
-    table = pd.DataFrame(rows).rename(columns={"parallelism": "layout"})
+    table = pd.DataFrame(rows)
     table["output_len"] = 128
     res = sweep.evaluate(table)
     for r, pt in zip(res.itertuples(), rows):
@@ -257,9 +262,11 @@ def test_evaluate_matches_grid(small_ds):
 def test_evaluate_reports_every_bad_row():
     table = pd.DataFrame({"hardware": ["h100", "mi300x"], "model": ["llama-3.1-8b", "nope"],
                           "batch": [1, 0], "context": [128, 128], "output_len": [1, 1],
-                          "precision": ["bf16", "fp7"], "layout": ["tp1", "tp1"]})
+                          "precision": ["bf16", "fp7"], "parallelism": ["tp1", "tp1"]})
     with pytest.raises(SpecError) as exc:
         sweep.evaluate(table)
     assert len(exc.value.problems) >= 4
     with pytest.raises(SpecError, match="lacks columns"):
-        sweep.evaluate(table.drop(columns=["layout"]))
+        sweep.evaluate(table.drop(columns=["parallelism"]))
+    with pytest.raises(SpecError, match="called 'parallelism'"):
+        sweep.evaluate(table.rename(columns={"parallelism": "layout"}))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from grids.engines import catalog_engines, resolve
 from grids.hardware import load_catalog
 from grids.layouts import CATALOG_LAYOUTS, parse_layout
 from grids.models import catalog_models
@@ -25,7 +26,29 @@ def catalog_records(what: str) -> list[dict]:
         return out
     if what == "precisions":
         return [p.to_dict() for p in catalog_precisions()]
+    if what == "engines":
+        return engine_records()
     return [parse_layout(n).to_dict() for n in CATALOG_LAYOUTS]
+
+
+def engine_records() -> list[dict]:
+    """One record per catalog engine: what it is, where it runs, and its parameters as resolved
+    (shipped calibration applied) on every catalog device it runs on."""
+    devices = load_catalog()
+    out = []
+    for eng in catalog_engines().values():
+        on = {}
+        for dev in devices.values():
+            p = resolve(eng, dev)
+            if p.supported:
+                rec = p.to_dict()
+                for k in ("engine", "device", "supported", "why", "versions"):
+                    rec.pop(k)
+                on[dev.id] = rec
+        out.append({"id": eng.id, "name": eng.name, "description": eng.description,
+                    "versions": eng.versions, "runs_on": list(eng.runs_on),
+                    "delegate": dict(eng.delegate), "notes": list(eng.notes), "devices": on})
+    return out
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
@@ -62,6 +85,26 @@ def catalog_table(what: str, records: list[dict]) -> str:
         rows = [[r["name"], str(r["weight_bits"]), str(r["act_bits"]), str(r["kv_bits"]),
                  "/".join(r["compute_dtypes"]), r["description"]] for r in records]
         return _table(["name", "weight bits", "act bits", "KV bits", "compute", "meaning"], rows)
+    if what == "engines":
+        rows = []
+        for r in records:
+            devs = r["devices"].values()
+            own = [d for d in devs if d["delegate"] == r["id"]]
+            its = own or list(devs)
+
+            def span(key: str, scale: float = 1.0, unit: str = "", its=its) -> str:
+                vals = sorted({round(d[key] * scale, 3) for d in its})
+                if not vals:
+                    return "-"
+                return (f"{vals[0]:g}" if len(vals) == 1 else f"{vals[0]:g}-{vals[-1]:g}") + unit
+
+            handed = sorted({d["delegate"] for d in devs if d["delegate"] != r["id"]})
+            rows.append([r["id"], r["name"], str(len(r["devices"])),
+                         span("bandwidth"), span("iteration_overhead", 1e3, " ms"),
+                         span("request_overhead", 1e3, " ms"),
+                         ", ".join(handed) if handed else "-"])
+        return _table(["id", "name", "devices", "bandwidth factor", "per iteration",
+                       "per request", "hands devices to"], rows)
     rows = [[r["name"], str(r["tp"]), str(r["pp"]), str(r["ep"]), str(r["dp"]),
              f"{r['offload']:g}", str(r["devices"])] for r in records]
     return _table(["layout", "tp", "pp", "ep", "dp", "offload", "devices"], rows)
@@ -78,7 +121,8 @@ def _cmd_catalog(args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     """Add ``catalog`` to the ``sweep`` parser."""
-    c = sub.add_parser("catalog", help="list the built-in hardware, models, precisions or layouts")
-    c.add_argument("what", choices=("hardware", "models", "precisions", "layouts"))
+    c = sub.add_parser("catalog", help="list the built-in hardware, serving engines, models, "
+                                       "precisions or layouts")
+    c.add_argument("what", choices=("hardware", "engines", "models", "precisions", "layouts"))
     c.add_argument("--json", action="store_true", help="print a JSON list of objects")
     c.set_defaults(func=_cmd_catalog)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from grids.spec import GridSpec
-from sweep.execute.plan import Chunk
+from sweep.execute.plan import N_OUTER, Chunk
 from sweep.execute.tables import build_tables
 from sweep.results.assemble import metric_arrays
 
@@ -18,28 +18,36 @@ class GridRun:
 
     def __init__(self, spec: GridSpec) -> None:
         self.spec = spec
-        self.tables = build_tables(spec.hardware, spec.models, spec.precisions, spec.layouts)
+        self.engines = spec.resolved_engines()
+        self.costs = spec.device_costs()
+        self.tables = build_tables(spec.hardware, spec.models, spec.precisions, spec.layouts,
+                                   self.engines, self.costs, float(spec.prefill_chunk),
+                                   spec.context_scaling)
         self.batch = np.array(spec.batch, dtype=np.float64)
         self.context = np.array(spec.context, dtype=np.float64)
         self.output_len = np.array(spec.output_len, dtype=np.float64)
         self.shape = spec.shape
 
     def evaluate(self, c: Chunk) -> np.ndarray:
+        """Kernel output of chunk ``c``: ``(N_METRICS, h, e, m, b, s, O, P, L)``."""
         from kernels import evaluate_grid  # lazy: importing sweep does not compile kernels
 
         t = self.tables
-        return evaluate_grid(t.hw[c.h], t.md[c.m], t.peak[c.h], self.batch[c.b],
-                             self.context[c.s], self.output_len, t.pr, t.ly,
-                             float(self.spec.prefill_chunk))
+        rows = t.platform_rows(c.h, c.e)
+        out = evaluate_grid(t.hw[rows], t.md[c.m], t.px[rows], self.batch[c.b],
+                            self.context[c.s], self.output_len, t.pr, t.ly)
+        return out.reshape(out.shape[0], c.h.stop - c.h.start, c.e.stop - c.e.start,
+                           *out.shape[2:])
 
     def write_shape(self, c: Chunk) -> tuple[int, ...]:
         """Shape of chunk ``c`` in the result's dims (storage chunks follow it)."""
-        outer = tuple(sl.stop - sl.start for sl in (c.h, c.m, c.b, c.s))
-        return outer + tuple(self.shape[4:] if self.spec.output_len_is_dim else self.shape[5:])
+        outer = tuple(sl.stop - sl.start for sl in c.slices)
+        return outer + tuple(self.shape[N_OUTER:] if self.spec.output_len_is_dim
+                             else self.shape[N_OUTER + 1:])
 
     def region(self, c: Chunk) -> tuple[slice, ...]:
         rest = (slice(None),) * (3 if self.spec.output_len_is_dim else 2)
-        return (c.h, c.m, c.b, c.s, *rest)
+        return (*c.slices, *rest)
 
     def chunk_arrays(self, c: Chunk, out: np.ndarray) -> dict[str, np.ndarray]:
         """The kernel output of chunk ``c`` as ``{metric: array}`` for its region."""

@@ -99,7 +99,7 @@ def _run(grid: GridSpec, budget: int, progress: bool, output, format, scheduler,
     if output is None:
         full = np.empty((len(METRICS), *grid.shape), dtype=np.float32)
         for c in chunks:
-            full[(slice(None), c.h, c.m, c.b, c.s)] = gr.evaluate(c)
+            full[(slice(None), *c.slices)] = gr.evaluate(c)
             checkpoint()
             bar.update(c.size(grid.shape))
         bar.close()

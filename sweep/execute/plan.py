@@ -6,6 +6,7 @@ contiguous block of the result in storage order and the kernel evaluates it in o
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -34,60 +35,64 @@ def parse_memory(value: str | int | float | None) -> int:
     return int(v)
 
 
+#: the outer dims a grid is cut along (the kernel evaluates whole blocks of the inner ones)
+OUTER = ("hardware", "engine", "model", "batch", "context")
+N_OUTER = len(OUTER)
+
+
 @dataclass(frozen=True)
 class Chunk:
-    """Index ranges along (hardware, model, batch, context) of one piece of the grid."""
+    """Index ranges along the outer dims (hardware, engine, model, batch, context) of one piece
+    of the grid."""
 
     h: slice
+    e: slice
     m: slice
     b: slice
     s: slice
 
+    @property
+    def slices(self) -> tuple[slice, ...]:
+        return (self.h, self.e, self.m, self.b, self.s)
+
     def size(self, shape: tuple[int, ...]) -> int:
         n = 1
-        for sl in (self.h, self.m, self.b, self.s):
+        for sl in self.slices:
             n *= sl.stop - sl.start
-        return n * math.prod(shape[4:])
+        return n * math.prod(shape[N_OUTER:])
 
 
 def plan_chunks(shape: tuple[int, ...], max_points: int) -> list[Chunk]:
-    """Cut ``shape`` = (H, M, B, S, O, P, L) along its first four dims into chunks of at most
+    """Cut ``shape`` = (H, E, M, B, S, O, P, L) along its outer dims into chunks of at most
     ``max_points`` points (at least one context value per chunk)."""
     max_points = max(1, max_points)
-    outer = list(shape[:4])
-    inner = math.prod(shape[4:])
+    outer = list(shape[:N_OUTER])
+    inner = math.prod(shape[N_OUTER:])
     # find the first dim d whose trailing block fits; chunk along d with k values per chunk
-    sizes = [1] * 4
+    sizes = [1] * N_OUTER
     block = inner
-    for d in range(3, -1, -1):
+    for d in range(N_OUTER - 1, -1, -1):
         if block * outer[d] <= max_points:
             sizes[d] = outer[d]
             block *= outer[d]
         else:
             sizes[d] = max(1, max_points // block)
             break
-    chunks = []
-    for h0 in range(0, outer[0], sizes[0]):
-        for m0 in range(0, outer[1], sizes[1]):
-            for b0 in range(0, outer[2], sizes[2]):
-                for s0 in range(0, outer[3], sizes[3]):
-                    chunks.append(Chunk(slice(h0, min(h0 + sizes[0], outer[0])),
-                                        slice(m0, min(m0 + sizes[1], outer[1])),
-                                        slice(b0, min(b0 + sizes[2], outer[2])),
-                                        slice(s0, min(s0 + sizes[3], outer[3]))))
-    return chunks
+    starts = itertools.product(*(range(0, outer[d], sizes[d]) for d in range(N_OUTER)))
+    return [Chunk(*(slice(x, min(x + sizes[d], outer[d])) for d, x in enumerate(st)))
+            for st in starts]
 
 
 def zarr_chunks(shape: tuple[int, ...], storage: tuple[int, ...], max_points: int) -> list:
-    """Chunks of ``shape`` = (H, M, B, S, O, P, L) made of whole storage chunks along the first
-    four dims (``storage`` gives their sizes), each of about ``max_points`` points but at least
-    one storage chunk: no two chunks share a storage chunk."""
-    sc = [max(1, int(x)) for x in storage[:4]]
-    nblocks = tuple(math.ceil(shape[d] / sc[d]) for d in range(4))
-    block_points = math.prod(sc) * math.prod(shape[4:])
+    """Chunks of ``shape`` = (H, E, M, B, S, O, P, L) made of whole storage chunks along the outer
+    dims (``storage`` gives their sizes), each of about ``max_points`` points but at least one
+    storage chunk: no two chunks share a storage chunk."""
+    sc = [max(1, int(x)) for x in storage[:N_OUTER]]
+    nblocks = tuple(math.ceil(shape[d] / sc[d]) for d in range(N_OUTER))
+    block_points = math.prod(sc) * math.prod(shape[N_OUTER:])
     out = []
     for c in plan_chunks(nblocks, max(1, max_points // max(1, block_points))):
         sl = [slice(s.start * sc[d], min(s.stop * sc[d], shape[d]))
-              for d, s in enumerate((c.h, c.m, c.b, c.s))]
+              for d, s in enumerate(c.slices)]
         out.append(Chunk(*sl))
     return out

@@ -1,15 +1,17 @@
 """Evaluate arbitrary points (a table of rows) with the same per-point physics as a grid.
 
-One path for every caller: :func:`resolve_points` loads the distinct hardware, model, precision and
-layout labels of a table once (one :class:`~grids.errors.SpecError` listing every bad value and the
-rows that use it), packs them into the kernels' tables and maps each row to its indices;
-:func:`evaluate_rows` types the per-row inputs once (contiguous int64 indices, float64 values, so
-the point-list kernel is compiled for one signature only) and calls it. :func:`evaluate`
-(``sweep.evaluate``) and the validation evaluator both go through these two functions.
+One path for every caller: :func:`resolve_points` loads the distinct hardware, engine, model,
+precision and parallelism labels of a table once (one :class:`~grids.errors.SpecError` listing
+every bad value and the rows that use it), packs them into the kernels' tables and maps each row to
+its indices; :func:`evaluate_rows` types the per-row inputs once (contiguous int64 indices, float64
+values, so the point-list kernel is compiled for one signature only) and calls it; and
+:func:`max_load` finds each row's maximum-load batch (docs/model.md section 11). :func:`evaluate`
+(``sweep.evaluate``) and the validation evaluator both go through these functions.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,52 +19,87 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from grids.engines import load_engine
+from grids.engines import resolve as resolve_engine
 from grids.errors import SpecError
 from grids.hardware import load_device
 from grids.layouts import parse_layout
 from grids.models import load_model
 from grids.precisions import parse_precision
-from grids.spec import DEFAULT_PREFILL_CHUNK
+from grids.spec import DEFAULT_ENGINE, DEFAULT_PREFILL_CHUNK
+from kernels.params import HW, METRICS
 from sweep.execute.tables import Tables, build_tables
 from sweep.results.assemble import metric_arrays
 
 #: the axes of a point and the loader of each axis' labels
 AXES: dict[str, Callable[[str], Any]] = {
-    "hardware": load_device, "model": load_model, "precision": parse_precision,
-    "layout": parse_layout,
+    "hardware": load_device, "engine": load_engine, "model": load_model,
+    "precision": parse_precision, "parallelism": parse_layout,
 }
 NUMBERS = ("batch", "context", "output_len")
+#: columns ``sweep.evaluate`` reads (``engine`` may be absent: the default engine)
 EVALUATE_COLUMNS = (*AXES, *NUMBERS)
+OPTIONAL_COLUMNS = ("engine",)
+#: ``batch`` value asking for the maximum-load batch (docs/model.md section 11)
+MAX_LOAD = "max"
+#: largest batch the maximum-load search considers
+LARGEST_BATCH = 1 << 20
+_FITS = METRICS.index("fits")
+_THR = METRICS.index("throughput")
+HW_MAX_BATCH = HW["max_batch"]
 
 
 @dataclass
 class PointTables:
     """The distinct labels of each axis of a table of points, resolved and packed for the kernels,
-    and each row's index into them."""
+    and each row's index into them (``platform``: the row's (hardware, engine) platform row)."""
 
     labels: dict[str, list[str]]
     objects: dict[str, list[Any]]
     tables: Tables
     index: dict[str, np.ndarray]  # axis -> int64 row indices
+    costs: list[Any]
+    prefill_chunk: float
+    context_scaling: float = 1.0
 
-    def rows_with(self, axis: str, label: str) -> np.ndarray:
-        return np.flatnonzero(self.index[axis] == self.labels[axis].index(label))
+    @property
+    def platform(self) -> np.ndarray:
+        return self.index["hardware"] * self.tables.n_engines + self.index["engine"]
+
+    def engines(self, overlay: dict[str, Any] | None = None) -> list[list[Any]]:
+        """``[h][e]``: every engine of the table resolved for every device under ``overlay``."""
+        return [[resolve_engine(e, d, overlay) for e in self.objects["engine"]]
+                for d in self.objects["hardware"]]
+
+    def retable(self, engines: list[list[Any]]) -> Tables:
+        """The kernels' tables with other engine parameters (``engines[h][e]``), same axes."""
+        return build_tables(self.objects["hardware"], self.objects["model"],
+                            self.objects["precision"], self.objects["parallelism"], engines,
+                            self.costs, self.prefill_chunk, self.context_scaling)
 
 
 def resolve_points(table: pd.DataFrame, loaders: dict[str, Callable[[str], Any]] | None = None,
-                   where: str = "evaluate") -> PointTables:
-    """Resolve the axis columns of ``table`` (``hardware, model, precision, layout``).
+                   where: str = "evaluate", *, overlay: dict[str, Any] | None = None,
+                   cost: Any = None, prefill_chunk: float = DEFAULT_PREFILL_CHUNK,
+                   context_scaling: float = 1.0) -> PointTables:
+    """Resolve the axis columns of ``table`` (``hardware, engine, model, precision,
+    parallelism``); a missing ``engine`` column means the default engine.
 
-    ``loaders`` replaces the loader of some axes (e.g. devices with other efficiencies). Every
-    label that cannot be loaded is reported at once, with the rows (by index label) that use it.
+    ``loaders`` replaces the loader of some axes; ``overlay`` is an engine calibration overlay
+    (None = the shipped one), ``cost`` a :class:`grids.prices.CostSpec`, ``context_scaling`` how
+    far prompts may exceed a model's context window. Every label that cannot be loaded is
+    reported at once, with the rows (by index label) that use it.
     """
+    from grids.prices import device_costs
+
     loaders = {**AXES, **(loaders or {})}
     problems: list[str] = []
     labels: dict[str, list[str]] = {}
     objects: dict[str, list[Any]] = {}
     index: dict[str, np.ndarray] = {}
     for axis, loader in loaders.items():
-        col = table[axis].astype(str)
+        col = (table[axis] if axis in table.columns
+               else pd.Series(DEFAULT_ENGINE, index=table.index)).astype(str)
         values = [str(v) for v in pd.unique(col)]
         objs = []
         for v in values:
@@ -77,63 +114,168 @@ def resolve_points(table: pd.DataFrame, loaders: dict[str, Callable[[str], Any]]
         index[axis] = col.map({v: i for i, v in enumerate(values)}).to_numpy(np.int64)
     if problems:
         raise SpecError(problems, where)
-    tables = build_tables(objects["hardware"], objects["model"], objects["precision"],
-                          objects["layout"])
-    return PointTables(labels, objects, tables, index)
+    devices = objects["hardware"]
+    costs = device_costs(devices, cost, missing="nan")
+    pt = PointTables(labels, objects, None, index, [costs[d.id] for d in devices],  # type: ignore
+                     float(prefill_chunk), float(context_scaling))
+    pt.tables = pt.retable(pt.engines(overlay))
+    return pt
 
 
 def evaluate_rows(pt: PointTables, rows: np.ndarray, batch: np.ndarray, context: np.ndarray,
-                  output_len: np.ndarray, prefill_chunk: float = DEFAULT_PREFILL_CHUNK, *,
-                  hw: np.ndarray | None = None, peak: np.ndarray | None = None,
-                  hw_index: np.ndarray | None = None) -> np.ndarray:
+                  output_len: np.ndarray, *, inflight: np.ndarray | bool = False,
+                  tables: Tables | None = None) -> np.ndarray:
     """Kernel output ``(N_METRICS, len(rows))`` for the given rows of ``pt``.
 
-    ``batch``, ``context``, ``output_len`` are per evaluated row [sequences], [tokens],
-    [tokens]; ``hw`` and ``peak`` replace the hardware and peak tables and ``hw_index`` the rows'
-    indices into them (the calibration evaluates the same points with other efficiencies)."""
+    ``batch`` [sequences], ``context`` and ``output_len`` [tokens] are per evaluated row;
+    ``inflight`` sizes the KV cache for maximum load (per row or for all); ``tables`` replaces
+    ``pt``'s (the calibration evaluates the same points with other engine parameters,
+    :meth:`PointTables.retable`)."""
     from kernels import evaluate_points  # lazy: importing sweep does not compile kernels
 
     rows = np.asarray(rows, dtype=np.int64)
-    t = pt.tables
-    hi = pt.index["hardware"][rows] if hw_index is None else hw_index
+    t = pt.tables if tables is None else tables
+    flag = np.broadcast_to(np.asarray(inflight, dtype=np.float64), rows.shape)
     return evaluate_points(
-        np.ascontiguousarray(t.hw if hw is None else hw, np.float64), t.md,
-        np.ascontiguousarray(t.peak if peak is None else peak, np.float64), t.pr, t.ly,
-        np.ascontiguousarray(hi, np.int64), np.ascontiguousarray(pt.index["model"][rows]),
-        np.ascontiguousarray(pt.index["precision"][rows]),
-        np.ascontiguousarray(pt.index["layout"][rows]),
-        np.ascontiguousarray(batch, np.float64), np.ascontiguousarray(context, np.float64),
-        np.ascontiguousarray(output_len, np.float64), float(prefill_chunk))
+        t.hw, t.md, t.px, t.pr, t.ly, pt.platform[rows],
+        pt.index["model"][rows], pt.index["precision"][rows], pt.index["parallelism"][rows],
+        batch, context, output_len, flag)
 
 
-def evaluate(table: pd.DataFrame, *, prefill_chunk: int = DEFAULT_PREFILL_CHUNK) -> pd.DataFrame:
-    """Evaluate arbitrary points: a DataFrame with columns ``hardware, model, batch, context,
-    output_len, precision, layout``; returns a copy with one column per metric added.
+def largest_batch(pt: PointTables, rows: np.ndarray, context: np.ndarray,
+                  output_len: np.ndarray, *, tables: Tables | None = None,
+                  cap: np.ndarray | None = None) -> np.ndarray:
+    """Largest batch (<= the engine's cap, ``cap`` per row, and 2^20) that fits at maximum load
+    (KV at the in-flight mean length), by bisection; NaN where batch 1 does not fit."""
+    rows = np.asarray(rows, dtype=np.int64)
+    t = (pt.tables if tables is None else tables).hw
+    limit = np.minimum(t[pt.platform[rows], HW_MAX_BATCH], LARGEST_BATCH)
+    if cap is not None:
+        limit = np.minimum(limit, cap)
 
-    Uses the point-list kernel (the same per-point physics as :func:`sweep.run`). Unknown ids or
-    malformed values raise one :class:`~grids.errors.SpecError` listing every bad row.
+    def fits(r_idx: np.ndarray, b: np.ndarray) -> np.ndarray:
+        out = evaluate_rows(pt, rows[r_idx], b, context[r_idx], output_len[r_idx],
+                            inflight=True, tables=tables)
+        return out[_FITS] == 1.0
+
+    everyone = np.arange(rows.size)
+    lo = np.ones(rows.size)
+    ok1 = fits(everyone, lo)
+    hi = np.floor(limit) + 1.0
+    while True:
+        active = ok1 & (hi - lo > 1)
+        if not active.any():
+            break
+        idx = np.flatnonzero(active)
+        mid = np.floor((lo[idx] + hi[idx]) / 2)
+        f = fits(idx, mid)
+        lo[idx[f]] = mid[f]
+        hi[idx[~f]] = mid[~f]
+    return np.where(ok1, lo, np.nan)
+
+
+def max_load(pt: PointTables, rows: np.ndarray, context: np.ndarray, output_len: np.ndarray,
+             *, tables: Tables | None = None, cap: np.ndarray | None = None
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Maximum-load point of each row (docs/model.md section 11): the batch with the highest
+    throughput among the powers of two below the largest batch that fits and that batch itself,
+    KV sized for in-flight batching; ``cap`` [sequences] per row caps it further (a stated
+    ``max_num_seqs``). Returns (kernel output at that batch ``(N_METRICS, n)``, the batch); where
+    nothing fits, the output at batch 1 (which says why) and NaN."""
+    rows = np.asarray(rows, dtype=np.int64)
+    n = rows.size
+    largest = largest_batch(pt, rows, context, output_len, tables=tables, cap=cap)
+    cands: list[list[float]] = []
+    for big in largest:
+        if np.isfinite(big):
+            cands.append([float(b) for b in (1 << np.arange(21)) if b < big] + [float(big)])
+        else:
+            cands.append([1.0])
+    row_of = np.repeat(np.arange(n), [len(c) for c in cands])
+    flat = np.concatenate([np.asarray(c) for c in cands])
+    out = evaluate_rows(pt, rows[row_of], flat, context[row_of], output_len[row_of],
+                        inflight=True, tables=tables)
+    thr = np.where(out[_FITS] == 1.0, np.nan_to_num(out[_THR], nan=-np.inf), -np.inf)
+    starts = np.concatenate([[0], np.cumsum([len(c) for c in cands])[:-1]])
+    best = np.array([s + int(np.argmax(thr[s:s + len(c)])) for s, c in zip(starts, cands)],
+                    dtype=np.int64)
+    return out[:, best], np.where(np.isfinite(largest), flat[best], np.nan)
+
+
+def _numbers(table: pd.DataFrame, problems: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    nums = {}
+    is_max = table["batch"].astype(str).str.strip().str.lower().eq(MAX_LOAD).to_numpy()
+    for col in NUMBERS:
+        src = table[col].where(~is_max, 1) if col == "batch" else table[col]
+        vals = pd.to_numeric(src, errors="coerce").to_numpy(dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(vals) | (vals < 1) | (vals != np.round(vals))
+                             | (vals > 2.0 ** 31))
+        if bad.size:
+            extra = " or 'max' (maximum load)" if col == "batch" else ""
+            problems.append(f"{col}: rows {table.index[bad[:10]].tolist()} are not whole numbers "
+                            f"in [1, 2^31]{extra}")
+        nums[col] = vals
+    return nums, is_max
+
+
+def evaluate(table: pd.DataFrame, *, prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
+             calibration: dict[str, Any] | None = None, cost: Any = None) -> pd.DataFrame:
+    """Evaluate arbitrary points with the same physics as :func:`sweep.run`.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Columns ``hardware, model, batch, context, output_len, precision, parallelism`` and
+        optionally ``engine`` (default: the default grid's engine). ``batch`` [sequences] may be
+        ``"max"``: the maximum-load batch (docs/model.md section 11), reported in ``batch_used``.
+        Other columns are passed through untouched (with a warning naming them and the known
+        columns, in case one is a misspelling).
+    prefill_chunk : int
+        Tokens per prefill pass [token] where the engine has no chunk size of its own.
+    calibration : dict, optional
+        An engine calibration overlay (parsed TOML); default the shipped one.
+    cost : grids.prices.CostSpec, optional
+        Price basis of the cost metrics (default: cloud prices).
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy of ``table`` with one column per metric (see the glossary) and ``batch_used``.
     """
-    missing = [c for c in EVALUATE_COLUMNS if c not in table.columns]
+    if "parallelism" not in table.columns and "layout" in table.columns:
+        raise SpecError("evaluate: the layout column is called 'parallelism' (as the result's "
+                        "dim); rename 'layout' to 'parallelism'")
+    required = [c for c in EVALUATE_COLUMNS if c not in OPTIONAL_COLUMNS]
+    missing = [c for c in required if c not in table.columns]
     if missing:
         raise SpecError(f"evaluate: the table lacks columns {missing} (needs "
-                        f"{', '.join(EVALUATE_COLUMNS)})")
+                        f"{', '.join(required)}; optional: {', '.join(OPTIONAL_COLUMNS)})")
+    unknown = [c for c in table.columns if c not in EVALUATE_COLUMNS]
+    if unknown:
+        warnings.warn(f"evaluate: columns {unknown} are not inputs of the model and are passed "
+                      f"through untouched (inputs: {', '.join(EVALUATE_COLUMNS)})", UserWarning,
+                      stacklevel=2)
+    clash = [c for c in table.columns if c in METRICS or c == "batch_used"]
+    if clash:
+        raise SpecError(f"evaluate: columns {clash} have the names of outputs; rename them")
     problems: list[str] = []
-    nums = {}
-    for col in NUMBERS:
-        vals = pd.to_numeric(table[col], errors="coerce").to_numpy(dtype=np.float64)
-        bad = np.flatnonzero(~np.isfinite(vals) | (vals < 1) | (vals != np.round(vals)))
-        if bad.size:
-            problems.append(f"{col}: rows {bad[:10].tolist()} are not whole numbers >= 1")
-        nums[col] = vals
+    nums, is_max = _numbers(table, problems)
     try:
-        pt = resolve_points(table)
+        pt = resolve_points(table, overlay=calibration, cost=cost, prefill_chunk=prefill_chunk)
     except SpecError as exc:
         raise SpecError([*exc.problems, *problems], "evaluate") from None
     if problems:
         raise SpecError(problems, "evaluate")
-    out = evaluate_rows(pt, np.arange(len(table)), nums["batch"], nums["context"],
-                        nums["output_len"], prefill_chunk)
+    rows = np.arange(len(table))
+    out = evaluate_rows(pt, rows, nums["batch"], nums["context"], nums["output_len"])
+    used = nums["batch"].copy()
+    if is_max.any():
+        ml = np.flatnonzero(is_max)
+        out_ml, batch_ml = max_load(pt, ml, nums["context"][ml], nums["output_len"][ml])
+        out[:, ml] = out_ml
+        used[ml] = batch_ml
     result = table.copy()
     for name, col in metric_arrays(out).items():
         result[name] = col
+    result["batch_used"] = used
     return result

@@ -12,28 +12,31 @@ import numpy as np
 import xarray as xr
 
 from grids.precisions import peak_table
-from grids.spec import GridSpec
+from grids.spec import DIMS, GridSpec
 from kernels.params import METRICS
 from sweep.results.provenance import provenance
 from sweep.results.variables import COORDS, DIM_ATTRS, VARIABLES
 
 
 def result_dims(spec: GridSpec) -> tuple[str, ...]:
-    if spec.output_len_is_dim:
-        return ("hardware", "model", "batch", "context", "output_len", "precision", "parallelism")
-    return ("hardware", "model", "batch", "context", "precision", "parallelism")
+    """The dims of the result, in storage order (output_len only when it is a dim)."""
+    return tuple(d for d in DIMS if d != "output_len" or spec.output_len_is_dim)
 
 
 def coordinate_values(spec: GridSpec) -> dict[str, tuple[str | tuple[str, ...], np.ndarray, dict]]:
     """name -> (dim or dims, values, attrs) for every dim and coordinate."""
     devs, models = spec.hardware, spec.models
-    out: dict[str, tuple[str, np.ndarray, dict]] = {
+    costs = spec.device_costs()
+    engines = spec.resolved_engines()
+    out: dict[str, tuple[str | tuple[str, ...], np.ndarray, dict]] = {
         "hardware": ("hardware", np.array([d.id for d in devs], dtype=object), {}),
+        "engine": ("engine", np.array([e.id for e in spec.engines], dtype=object), {}),
         "model": ("model", np.array([m.id for m in models], dtype=object), {}),
         "batch": ("batch", np.array(spec.batch, dtype=np.int64), {}),
         "context": ("context", np.array(spec.context, dtype=np.int64), {}),
         "precision": ("precision", np.array([p.name for p in spec.precisions], dtype=object), {}),
-        "parallelism": ("parallelism", np.array([x.name for x in spec.layouts], dtype=object), {}),
+        "parallelism": ("parallelism", np.array([x.display for x in spec.layouts],
+                                                dtype=object), {}),
     }
     if spec.output_len_is_dim:
         out["output_len"] = ("output_len", np.array(spec.output_len, dtype=np.int64), {})
@@ -50,13 +53,16 @@ def coordinate_values(spec: GridSpec) -> dict[str, tuple[str | tuple[str, ...], 
         "peak_bf16_flops": [d.peak_flops.get("bf16", d.peak_flops.get("fp16", np.nan))
                             for d in devs],
         "peak_fp8_flops": [d.peak_flops.get("fp8", np.nan) for d in devs],
-        "hbm_bandwidth": [dram(d, "bandwidth") for d in devs],
-        "hbm_capacity": [dram(d, "capacity") for d in devs],
+        "hardware_vendor": [d.vendor for d in devs],
+        "dram_bandwidth": [dram(d, "bandwidth") for d in devs],
+        "dram_capacity": [dram(d, "capacity") for d in devs],
         "sram_capacity": [(d.tier_of_kind("sram").capacity if d.tier_of_kind("sram") else 0.0)
                           for d in devs],
         "device_memory": [d.device_capacity for d in devs],
         "link_bandwidth": [d.link_bandwidth for d in devs],
         "tdp": [d.tdp for d in devs],
+        "host_power": [d.host_power for d in devs],
+        "price_usd_per_hour": [c.fixed_usd_per_hour for c in costs],
         "release_year": [d.release_year for d in devs],
         "params_total": [m.params_total for m in models],
         "params_active": [m.params_active for m in models],
@@ -68,6 +74,7 @@ def coordinate_values(spec: GridSpec) -> dict[str, tuple[str | tuple[str, ...], 
         "tp": [x.tp for x in spec.layouts], "pp": [x.pp for x in spec.layouts],
         "ep": [x.ep for x in spec.layouts], "dp": [x.dp for x in spec.layouts],
         "offload": [x.offload for x in spec.layouts],
+        "spill": [int(x.spill) for x in spec.layouts],
         "devices": [x.devices for x in spec.layouts],
     }
     for dim, name, units, long_name in COORDS:
@@ -79,6 +86,13 @@ def coordinate_values(spec: GridSpec) -> dict[str, tuple[str | tuple[str, ...], 
         if units:
             attrs["units"] = units
         out[name] = (dim, arr, attrs)
+    out["engine_name"] = ("engine", np.array([e.name for e in spec.engines], dtype=object),
+                          {"long_name": "serving engine"})
+    out["engine_used"] = (("hardware", "engine"),
+                          np.array([[r.delegate if r.supported else "" for r in row]
+                                    for row in engines], dtype=object).reshape(len(devs), -1),
+                          {"long_name": "engine whose parameters serve the device (native: the "
+                           "vendor's stack; empty: the engine does not run on it)"})
     out["peak_flops"] = (("hardware", "precision"),
                          peak_table([d.peak_flops for d in devs], spec.precisions),
                          {"units": "FLOP/s", "long_name": "dense peak of the precision's compute "
@@ -87,7 +101,7 @@ def coordinate_values(spec: GridSpec) -> dict[str, tuple[str | tuple[str, ...], 
 
 
 def metric_arrays(out: np.ndarray, drop_output_len: bool = False) -> dict[str, np.ndarray]:
-    """Kernel output (metrics first: a grid ``(N_METRICS, H, M, B, S, O, P, L)`` or any chunk of
+    """Kernel output (metrics first: a grid ``(N_METRICS, H, E, M, B, S, O, P, L)`` or any chunk of
     it, or a point list ``(N_METRICS, n)``) as ``{metric: array}``: flags cast to the registry's
     int8 and, with ``drop_output_len``, the grid's ``output_len`` axis dropped (when it is not a
     dim of the result)."""
@@ -95,7 +109,7 @@ def metric_arrays(out: np.ndarray, drop_output_len: bool = False) -> dict[str, n
     for k, name in enumerate(METRICS):
         arr = out[k]
         if drop_output_len:
-            arr = arr[:, :, :, :, 0]
+            arr = arr[:, :, :, :, :, 0]
         if VARIABLES[name].dtype == "int8":
             arr = arr.astype(np.int8)
         arrays[name] = arr

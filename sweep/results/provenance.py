@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 from importlib import metadata
 
 from grids.hardware import catalog_hash
@@ -18,12 +19,16 @@ def package_version() -> str:
 
 
 def provenance(spec: GridSpec) -> dict[str, str]:
+    """Attributes saying what produced a result: version, spec, catalog hash, and the device
+    efficiencies and engine parameters in force (JSON, SI units)."""
     eff = {d.id: {"flops_efficiency": d.efficiency.flops_efficiency,
+                  "flops_efficiency_by_dtype": dict(d.efficiency.flops_efficiency_by_dtype),
                   "bandwidth_efficiency": d.efficiency.bandwidth_efficiency,
-                  "layer_overhead_s": d.efficiency.layer_overhead,
                   "jitter": d.efficiency.jitter,
                   "capacity_fraction": d.efficiency.capacity_fraction,
                   "origin": d.efficiency.origin} for d in spec.hardware}
+    engines = {f"{d.id}/{r.engine}": _engine_record(r)
+               for d, row in zip(spec.hardware, spec.resolved_engines()) for r in row}
     return {
         "title": "accel-sweep result: LLM inference roofline over a parametric grid",
         "Conventions": "CF-1.8",
@@ -33,7 +38,24 @@ def provenance(spec: GridSpec) -> dict[str, str]:
         "catalog_sha256": catalog_hash(),
         "grid_spec_toml": spec.to_toml(),
         "efficiency_parameters_json": json.dumps(eff, sort_keys=True),
+        "engine_parameters_json": json.dumps(engines, sort_keys=True, default=_json_default),
         "output_len": "" if spec.output_len_is_dim else str(spec.output_len[0]),
         "prefill_chunk_tokens": str(spec.prefill_chunk),
         "model_reference": "docs/model.md of accel-sweep (roofline, first principles)",
     }
+
+
+def _engine_record(params) -> dict:
+    """An engine resolution as JSON-safe values (infinite caps as the string 'inf')."""
+    def clean(v):
+        if isinstance(v, float) and not math.isfinite(v):
+            return str(v)
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        return v
+
+    return {k: clean(v) for k, v in params.to_dict().items() if k != "device"}
+
+
+def _json_default(x):
+    return str(x)

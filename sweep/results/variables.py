@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels.params import BOUND_INFEASIBLE, BOUND_MEANINGS, METRICS
+from kernels.params import BOUND_INFEASIBLE, BOUND_MEANINGS, INFEASIBLE_MEANINGS, METRICS
 
 
 @dataclass(frozen=True)
@@ -33,12 +33,15 @@ class Variable:
         if self.name == "fits":
             out["flag_values"] = np.array([0, 1], dtype=np.int8)
             out["flag_meanings"] = "does_not_fit fits"
+        if self.name == "infeasible_reason":
+            out["flag_values"] = np.arange(len(INFEASIBLE_MEANINGS), dtype=np.int8)
+            out["flag_meanings"] = " ".join(INFEASIBLE_MEANINGS)
         out["better"] = self.direction
         return out
 
     def encoding(self, chunks: tuple[int, ...] | None = None) -> dict[str, object]:
         enc: dict[str, object] = {"zlib": True, "complevel": 1, "shuffle": True}
-        if self.dtype == "int8":  # no fill value: every flag value is meaningful (-1 infeasible)
+        if self.dtype == "int8":  # no fill value: every flag value is meaningful
             enc["_FillValue"] = None
             enc["dtype"] = "int8"
         else:
@@ -50,29 +53,54 @@ class Variable:
 
 
 VARIABLES: dict[str, Variable] = {v.name: v for v in (
-    Variable("ttft", "float32", "s", "time to first token (prefill of the batch)", "min"),
+    Variable("ttft", "float32", "s", "time to first token (prefill of the batch)", "min",
+             "prefill of the batch (every micro-batch through every stage), plus the engine's "
+             "host time per prefill pass and per request"),
     Variable("tpot", "float32", "s", "time per output token (decode step at mean KV length)",
-             "min"),
+             "min", "one decode step of the whole pipeline at the mean KV length prompt + "
+             "output/2, plus the engine's host time per step"),
     Variable("e2e_latency", "float32", "s", "end-to-end latency of a request", "min",
              "ttft + (output_len - 1) * tpot"),
     Variable("throughput", "float32", "token/s", "generated tokens per second of the layout",
-             "max"),
+             "max", "dp * batch * output_len / e2e_latency (all replicas)"),
     Variable("total_throughput", "float32", "token/s",
-             "input plus output tokens per second of the layout", "max"),
+             "input plus output tokens per second of the layout", "max",
+             "seed 004's convention: dp * batch * (context + output_len) / e2e_latency"),
     Variable("throughput_per_device", "float32", "token/s",
-             "generated tokens per second per device", "max"),
-    Variable("tokens_per_joule", "float32", "token/J", "generated tokens per joule", "max"),
-    Variable("power", "float32", "W", "average power of all devices of the layout", "min"),
+             "generated tokens per second per device", "max", "throughput / devices"),
+    Variable("tokens_per_joule", "float32", "token/J",
+             "generated tokens per joule of accelerator energy", "max", "throughput / power"),
+    Variable("tokens_per_joule_system", "float32", "token/J",
+             "generated tokens per joule of system energy", "max",
+             "throughput / system_power (accelerators plus their host and system share)"),
+    Variable("power", "float32", "W", "average power of the layout's accelerators", "min",
+             "board/module power of all devices, from idle to TDP by the busy fraction of the "
+             "binding resource"),
+    Variable("system_power", "float32", "W",
+             "average power of the layout's accelerators and their hosts", "min",
+             "power + devices * host_power"),
+    Variable("cost_per_mtok", "float32", "USD",
+             "cost of one million generated tokens", "min",
+             "1e6 * (devices * fixed USD/s + energy USD/J * system_power) / throughput, on the "
+             "spec's price basis (NaN where the device is unpriced)"),
+    Variable("tokens_per_dollar", "float32", "token/USD", "generated tokens per US dollar",
+             "max", "throughput / cost rate (NaN where the device is unpriced)"),
     Variable("memory_per_device", "float32", "B",
              "bytes per device: weights + KV cache + activations", "min"),
+    Variable("host_fraction", "float32", "1",
+             "fraction of the device's bytes resident in the host tier", "min",
+             "offloaded plus spilled bytes / memory_per_device"),
     Variable("fits", "int8", "1", "point is feasible (1) or not (0)", "max"),
+    Variable("infeasible_reason", "int8", "1", "why the point is infeasible (0 = feasible)",
+             "none", "docs/model.md section 2"),
     Variable("bound", "int8", "1", "resource that limits the decode step", "none"),
     Variable("arithmetic_intensity", "float32", "FLOP/B",
              "decode FLOPs per byte moved, per device", "none"),
     Variable("mfu", "float32", "1", "decode model FLOP/s utilisation of dense peak", "max"),
     Variable("mbu", "float32", "1", "decode memory bandwidth utilisation", "none"),
     Variable("latency_cov", "float32", "1",
-             "coefficient of variation of per-token latency", "min"),
+             "coefficient of variation of per-token latency", "min",
+             "device jitter and expert-parallel load imbalance"),
     Variable("min_devices", "float32", "1",
              "fewest devices whose memory holds the model at this point", "min"),
 )}
@@ -86,12 +114,17 @@ COORDS = (
     ("hardware", "hardware_class", "", "architecture class"),
     ("hardware", "peak_bf16_flops", "FLOP/s", "dense 16-bit float peak"),
     ("hardware", "peak_fp8_flops", "FLOP/s", "dense FP8 peak (NaN = none)"),
-    ("hardware", "hbm_bandwidth", "B/s", "bandwidth of the first DRAM/HBM tier (NaN = none)"),
-    ("hardware", "hbm_capacity", "B", "capacity of the first DRAM/HBM tier (0 = none)"),
+    ("hardware", "hardware_vendor", "", "vendor"),
+    ("hardware", "dram_bandwidth", "B/s", "peak bandwidth of the first DRAM tier (HBM, GDDR, "
+     "LPDDR; NaN = none)"),
+    ("hardware", "dram_capacity", "B", "capacity of the first DRAM tier (0 = none)"),
     ("hardware", "sram_capacity", "B", "capacity of the first SRAM placement tier (0 = none)"),
     ("hardware", "device_memory", "B", "sum of on-device tier capacities"),
     ("hardware", "link_bandwidth", "B/s", "scale-up link bandwidth per direction"),
-    ("hardware", "tdp", "W", "thermal design power"),
+    ("hardware", "tdp", "W", "accelerator board/module power (thermal design power)"),
+    ("hardware", "host_power", "W", "host and system power attributed to one accelerator"),
+    ("hardware", "price_usd_per_hour", "USD/h", "fixed cost of one device-hour on the spec's "
+     "price basis (NaN = unpriced)"),
     ("hardware", "release_year", "1", "release year"),
     ("model", "params_total", "1", "total parameters"),
     ("model", "params_active", "1", "parameters active per token"),
@@ -105,10 +138,12 @@ COORDS = (
     ("parallelism", "ep", "1", "expert parallel degree"),
     ("parallelism", "dp", "1", "data parallel replicas"),
     ("parallelism", "offload", "1", "fraction of weights in the host tier"),
+    ("parallelism", "spill", "1", "1 if what does not fit may spill to the host tier"),
     ("parallelism", "devices", "1", "devices of the layout"),
 )
 DIM_ATTRS = {
     "hardware": {"long_name": "accelerator (catalog id)"},
+    "engine": {"long_name": "serving engine (catalog id; ideal = the physics bound)"},
     "model": {"long_name": "model (catalog id)"},
     "batch": {"units": "1", "long_name": "concurrent sequences per model replica"},
     "context": {"units": "token", "long_name": "prompt length"},
