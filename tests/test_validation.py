@@ -1,5 +1,5 @@
-"""Validation against published measurements and calibration of the efficiency parameters
-(``sweep validate`` / ``sweep calibrate``, ``sweep/validation.py``, ``sweep/calibration.py``)."""
+"""Validation against published measurements and calibration of the engine catalog
+(``sweep validate`` / ``sweep calibrate``, ``sweep/validate/``)."""
 
 from __future__ import annotations
 
@@ -11,24 +11,39 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import grids.hardware as gh
+from grids.engines import calibration_path, catalog_engines, resolve
 from grids.errors import SpecError
-from grids.hardware import with_efficiency
+from grids.hardware import catalog_ids, load_device
+from grids.layouts import parse_layout
+from kernels.params import METRICS
 from sweep import validate as V
 from sweep.cli import main
-from sweep.execute.points import evaluate
+from sweep.execute.points import (
+    HW_MAX_BATCH,
+    LARGEST_BATCH,
+    evaluate,
+    evaluate_rows,
+    largest_batch,
+)
 from sweep.validate import calibration as C
 from sweep.validate import evaluator as E
 from sweep.validate import measurements as M
 
 SHIPPED = V.read_measurements()
+USABLE = V.usable_mask(SHIPPED)
+RAW = pd.read_csv(V.MEASUREMENTS_CSV, dtype=str, keep_default_na=False)
 
 
 def _usable(metric: str | None = None) -> int:
-    m = SHIPPED["usable"].eq("yes")
+    m = USABLE.copy()
     if metric:
-        m &= SHIPPED["metric"].eq(metric)
+        m &= SHIPPED["metric"].eq(metric).to_numpy()
     return int(m.sum())
+
+
+def _write(df: pd.DataFrame, path) -> str:
+    df[list(M.COLUMNS)].to_csv(path, index=False)
+    return str(path)
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +62,11 @@ def test_median_abs_rel_error_hand_computed():
     assert math.isnan(V.median_abs_rel_error([], []))
 
 
-def test_mean_abs_log_error_hand_computed():
-    # |ln 2| and |ln 0.5| -> mean ln 2
+def test_mean_abs_log_error_and_bias_hand_computed():
+    # |ln 2| and |ln 0.5| -> mean ln 2; signed: median of (ln 2, ln 0.5) = 0
     assert V.mean_abs_log_error([2.0, 0.5], [1.0, 1.0]) == pytest.approx(math.log(2.0))
+    assert V.median_log_error([2.0, 0.5], [1.0, 1.0]) == pytest.approx(0.0)
+    assert V.median_log_error([2.0, 2.0, 0.5], [1.0, 1.0, 1.0]) == pytest.approx(math.log(2.0))
     assert V.mean_abs_log_error([3.0], [3.0]) == 0.0
 
 
@@ -58,10 +75,11 @@ def test_spearman_hand_computed():
     assert V.spearman([4, 3, 2, 1], [10, 20, 30, 40]) == pytest.approx(-1.0)
     # ties: ranks (1, 2.5, 2.5, 4) vs (1, 2, 3, 4): 4.5 / sqrt(4.5 * 5) = 3 / sqrt(10)
     assert V.spearman([1, 2, 2, 3], [1, 2, 3, 4]) == pytest.approx(3 / math.sqrt(10))
-    scipy_stats = pytest.importorskip("scipy.stats")
+    from scipy import stats
+
     rng = np.random.default_rng(0)
     a, b = rng.random(30) + 0.1, rng.random(30) + 0.1
-    assert V.spearman(a, b) == pytest.approx(scipy_stats.spearmanr(a, b).statistic)
+    assert V.spearman(a, b) == pytest.approx(stats.spearmanr(a, b).statistic)
     assert math.isnan(V.spearman([1, 2], [1, 2]))  # fewer than 3 pairs
     assert math.isnan(V.spearman([1, 1, 1], [1, 2, 3]))  # constant side
 
@@ -72,121 +90,148 @@ def test_spearman_hand_computed():
 def test_validate_shipped_counts_and_aggregates(shipped_result):
     res = shipped_result
     assert len(res) == len(SHIPPED)
-    usable = res[SHIPPED["usable"].eq("yes").to_numpy()]
+    usable = res[USABLE]
     assert set(usable["status"]) <= {"used", "skipped"}
-    assert (res.loc[SHIPPED["usable"].eq("no").to_numpy(), "status"] == "unusable").all()
-    # nothing is dropped silently: a usable row is used or skipped with a reason
-    skipped = usable[usable["status"] == "skipped"]
-    assert (skipped["reason"] != "").all()
-    assert set(skipped["reason"]) <= {V.SKIP_NO_FIT, M.SKIP_INCOMPATIBLE}
+    assert (res.loc[~USABLE, "status"] == "unusable").all()
+    # nothing is dropped silently: a row that is not used says why
+    assert (res.loc[res["status"] != "used", "reason"] != "").all()
+    for reason in usable.loc[usable["status"] == "skipped", "reason"]:
+        assert reason.startswith("infeasible in the model: "), reason
     agg = V.summarize(res)
     by_metric = agg["metric"].set_index("group")
-    for metric in ("throughput", "ttft"):
+    for metric in ("throughput", "ttft", "tpot"):
         row = by_metric.loc[metric]
         assert row["used"] > 0
         assert row["used"] + row["skipped"] == _usable(metric)
         assert 0 <= row["median_abs_rel_error"] < 1
-        assert row["mean_abs_log_error"] > 0
         assert -1 <= row["spearman"] <= 1
-    # the table now has 18 sources (docs/measurements.md); SOURCE_GROUPS still names the first
-    # three, the others (seed 004 included, whose transcription moved to a CSV) group by file
-    inputs = "scripts/measurements/inputs/"
-    assert set(agg["source"]["group"]) == {"trtllm v0.9.0", "trtllm v1.0", "aws neuron"} | {
-        inputs + f for f in (
-            "seed004.csv", "splitwise_sim_perf_model.csv", "apex_plus_h100_serving.csv",
-            "trtllm_v0.14_online_serving.csv", "trtllm_v0.17_perf_overview_throughput.csv",
-            "trtllm_v0.20_perf_overview_throughput.csv", "rocm_vllm_mi300x_dev_docker.csv",
-            "amd_mi300x_published_vllm_results.csv",
-            "dstack_llama405b_fp8_h100_vs_mi300x_offline.csv",
-            "dstack_llama405b_fp8_h100_vs_mi300x_serving.csv",
-            "intel_gaudi_model_performance_v1.18.csv", "jetstream_pytorch_tpu_v5e_summary.csv",
-            "tpu_recipes_vllm_tpu_v6e_v7.csv", "sglang_gb200_lmsys_blog.csv", "vllm_gb200_blog.csv")}
+    # every publisher and every source file appears (empty ones too: they are reported)
+    assert set(agg["publisher"]["group"]) == set(SHIPPED["publisher"])
+    assert set(agg["source"]["group"]) == set(SHIPPED["source_key"])
     assert int(agg["overall"]["used"][0] + agg["overall"]["skipped"][0]) == _usable()
+    # engines named in the data are reported under their id, unstated ones as "(native)"
+    stated = set(SHIPPED.loc[USABLE & SHIPPED["engine"].ne("").to_numpy(), "engine"])
+    assert stated | {"(native)"} == set(agg["engine"]["group"])
 
 
-def test_validate_predictions_match_sweep_evaluate(shipped_result):
-    """The validator's numbers are sweep.evaluate's, in the measurement's convention."""
+def test_engine_not_stated_is_evaluated_with_native_and_says_so(shipped_result):
     res = shipped_result
-    used = res[res["status"] == "used"]
-    pick = pd.concat([used[used["batch"] == "max"].head(3),
-                      used[(used["batch"] != "max") & (used["metric"] == "throughput")].head(3),
-                      used[used["metric"] == "ttft"].head(2)])
+    blank = USABLE & SHIPPED["engine"].eq("").to_numpy()
+    assert blank.any()
+    assert (res.loc[blank, "engine"] == f"({E.ASSUME_ENGINE})").all()
+    assert res.loc[blank, "assumption"].str.contains(E.ENGINE_ASSUMED, regex=False).all()
+    stated = USABLE & SHIPPED["engine"].ne("").to_numpy()
+    assert not res.loc[stated, "assumption"].str.contains("engine not stated").any()
+
+
+def _static_rows(res: pd.DataFrame) -> pd.DataFrame:
+    ok = (res["status"].eq("used") & SHIPPED["load"].eq("static")
+          & ~res["assumption"].str.contains("context window"))
+    return res[ok]
+
+
+def test_static_predictions_match_sweep_evaluate(shipped_result):
+    """The validator's numbers are sweep.evaluate's, in the measurement's convention."""
+    res = _static_rows(shipped_result)
+    pick = pd.concat([res[res["metric"] == m].groupby("engine").head(2)
+                      for m in ("throughput", "ttft", "tpot")])
+    assert len(pick) >= 12
+    src = SHIPPED.set_index("id").loc[pick["id"]]
+    engine = src["engine"].where(src["engine"].ne(""), E.ASSUME_ENGINE)
     table = pd.DataFrame({
-        "hardware": pick["hardware"], "model": pick["model"],
-        "batch": pick["model_batch"].astype(int), "context": pick["context"].astype(int),
-        "output_len": pick["output_len"].fillna(1).astype(int),
-        "precision": pick["precision"], "layout": pick["layout"]})
-    ev = evaluate(table)
-    for (_, r), (_, e) in zip(pick.iterrows(), ev.iterrows()):
-        if r["metric"] == "ttft":
-            expect = e["ttft"]
-        elif r["scope"] == "per_device":
-            expect = e["throughput_per_device"]
+        "hardware": src["hardware"].to_numpy(), "engine": engine.to_numpy(),
+        "model": src["model"].to_numpy(), "batch": pick["model_batch"].astype(int).to_numpy(),
+        "context": pick["context"].astype(int).to_numpy(),
+        "output_len": pick["output_len"].fillna(1).astype(int).to_numpy(),
+        "precision": src["precision"].to_numpy(), "parallelism": src["parallelism"].to_numpy()})
+    out = evaluate(table)
+    for (_, r), (_, e), dev in zip(pick.iterrows(), out.iterrows(), src["devices"]):
+        if r["metric"] == "throughput":
+            lay = parse_layout(e["parallelism"]).devices
+            system = dev if np.isfinite(dev) else lay
+            expect = e["throughput"] * (1 / lay if r["scope"] == "per_device" else system / lay)
         else:
-            expect = e["throughput"]
-        assert r["predicted"] == pytest.approx(float(expect), rel=1e-5)
+            expect = e[r["metric"]]
+        assert r["predicted"] == pytest.approx(float(expect), rel=1e-5), r["id"]
 
 
-def test_max_load_takes_best_of_candidate_batches():
-    rows = SHIPPED[SHIPPED["id"].isin(["trtllm10-001", "trtllm10-311"])]
+def test_max_load_is_the_best_candidate_and_largest_batch_is_tight():
+    ids = SHIPPED.loc[USABLE & SHIPPED["load"].eq("max_load").to_numpy(), "id"].head(6)
+    ev = V.Evaluator(SHIPPED[SHIPPED["id"].isin(ids)])
+    out, used = ev.outputs()
+    pt, n = ev.points, ev.n
+    rows = np.arange(n)
+    cap = ev._cap(rows)
+    big = largest_batch(pt, rows, ev.context, ev.output_len, cap=cap)
+    thr, fits = METRICS.index("throughput"), METRICS.index("fits")
+    for i in range(n):
+        assert np.isfinite(big[i]) and 1 <= used[i] <= big[i]
+        # the best of the powers of two below the largest batch and that batch itself
+        cands = np.array([b for b in 2.0 ** np.arange(21) if b < big[i]] + [big[i]])
+        k = cands.size
+        o = evaluate_rows(pt, np.full(k, i), cands, np.full(k, ev.context[i]),
+                          np.full(k, ev.output_len[i]), inflight=True)
+        assert out[thr, i] == pytest.approx(np.nanmax(np.where(o[fits] == 1, o[thr], np.nan)),
+                                            rel=1e-6)
+        assert used[i] in cands
+        # the largest batch is tight: one more sequence does not fit, or a cap binds
+        over = evaluate_rows(pt, np.array([i]), np.array([big[i] + 1.0]),
+                             ev.context[[i]], ev.output_len[[i]], inflight=True)
+        limit = min(pt.tables.hw[pt.platform[i], HW_MAX_BATCH], cap[i], LARGEST_BATCH)
+        assert over[fits, 0] == 0.0 or big[i] == limit
+
+
+def test_online_rows_combine_one_request_prefill_and_inflight_decode():
+    on = SHIPPED[USABLE & SHIPPED["load"].eq("online").to_numpy()]
+    rows = pd.concat([on[on["metric"] == m].head(3) for m in ("e2e_latency", "ttft", "tpot")])
     ev = V.Evaluator(rows)
-    pred = ev.predict()
-    for i in range(len(rows)):
-        cand = ev.candidates[i][np.isfinite(ev.candidates[i])]
-        largest = ev.largest_fit[i]
-        assert cand[-1] == largest
-        assert list(cand[:-1]) == [b for b in E.MAX_LOAD_BATCHES if b < largest]
-        r = rows.iloc[i]
-        table = pd.DataFrame({"hardware": r["hardware"], "model": r["model"], "batch": cand,
-                              "context": int(r["context"]), "output_len": int(r["output_len"]),
-                              "precision": r["precision"], "layout": r["layout"]})
-        out = evaluate(table)
-        assert pred["predicted"].iloc[i] == pytest.approx(float(out["throughput"].max()),
-                                                          rel=1e-5)
-        # one more sequence does not fit
-        over = table.iloc[[-1]].assign(batch=int(largest) + 1)
-        assert int(evaluate(over)["fits"].iloc[0]) == 0
-
-
-def _write(df: pd.DataFrame, path) -> None:
-    df[list(M.COLUMNS)].to_csv(path, index=False)
+    out, used = ev.outputs()
+    ttft, tpot, e2e = (METRICS.index(k) for k in ("ttft", "tpot", "e2e_latency"))
+    one = ev.points
+    alone = evaluate_rows(one, np.arange(len(rows)), np.ones(len(rows)), ev.context,
+                          ev.output_len)
+    np.testing.assert_allclose(out[ttft], alone[ttft], rtol=1e-6)
+    np.testing.assert_allclose(out[e2e], out[ttft] + (ev.output_len - 1) * out[tpot], rtol=1e-5)
+    # decode runs at the stated mean concurrency, with the in-flight KV cache
+    dec = evaluate_rows(one, np.arange(len(rows)), ev.batch, ev.context, ev.output_len,
+                        inflight=True)
+    np.testing.assert_allclose(out[tpot], dec[tpot], rtol=1e-6)
+    np.testing.assert_array_equal(used, ev.batch)
 
 
 def test_user_csv_round_trip(tmp_path, capsys):
     ids = ["trtllm090-002", "trtllm090-085", "trtllm10-311"]
-    raw = pd.read_csv(V.MEASUREMENTS_CSV, dtype=str, keep_default_na=False)
-    three = raw[raw["id"].isin(ids)]
-    path = tmp_path / "mine.csv"
-    _write(three, path)
-    assert main(["validate", "--data", str(path), "--json", "--rows"]) == 0
+    path = _write(RAW[RAW["id"].isin(ids)], tmp_path / "mine.csv")
+    assert main(["validate", "--data", path, "--json", "--rows"]) == 0
     out = json.loads(capsys.readouterr().out)
     got = {r["id"]: r for r in out["rows"]}
     assert set(got) == set(ids)
     assert all(r["status"] == "used" for r in got.values())
     metric = {r["group"]: r for r in out["aggregates"]["metric"]}
-    assert metric["throughput"]["used"] == 2 and metric["ttft"]["used"] == 1
+    assert sum(m["used"] for m in metric.values()) == 3
+    assert out["data_sha256"] == V.file_sha256(path)
     # same predictions as from the shipped file
     full = V.compare(SHIPPED).set_index("id")
     for i in ids:
         assert got[i]["predicted"] == pytest.approx(full.loc[i, "predicted"], rel=1e-6)
-    # text output with rows and an uncalibrated run also work
-    assert main(["validate", "--data", str(path), "--rows", "--uncalibrated"]) == 0
-    assert "trtllm090-085" in capsys.readouterr().out
+    # text output with rows and an uncalibrated run also work, and say which model ran
+    assert main(["validate", "--data", path, "--rows", "--uncalibrated"]) == 0
+    text = capsys.readouterr().out
+    assert "trtllm090-085" in text and "uncalibrated" in text
 
 
 @pytest.mark.parametrize("breakage", ["missing_column", "bad_batch", "unknown_hardware",
-                                      "bad_value", "not_csv"])
+                                      "unknown_engine", "bad_value", "not_csv"])
 def test_bad_user_csv_exits_2_with_one_line(tmp_path, capsys, breakage):
-    raw = pd.read_csv(V.MEASUREMENTS_CSV, dtype=str, keep_default_na=False)
-    three = raw[raw["id"].isin(["trtllm090-002", "trtllm090-085", "trtllm10-311"])].copy()
+    three = RAW[RAW["id"].isin(["trtllm090-002", "trtllm090-085", "trtllm10-311"])].copy()
     path = tmp_path / "bad.csv"
     if breakage == "missing_column":
-        three = three.drop(columns=["scope"])
-        three.to_csv(path, index=False)
+        three.drop(columns=["scope"]).to_csv(path, index=False)
     elif breakage == "not_csv":
         path.write_bytes(b"\x00\xff\xfe garbage")
     else:
         col, val = {"bad_batch": ("batch", "lots"), "unknown_hardware": ("hardware", "h900"),
+                    "unknown_engine": ("engine", "tensorrt"),
                     "bad_value": ("value", "-3")}[breakage]
         three.iloc[1, three.columns.get_loc(col)] = val
         _write(three, path)
@@ -196,120 +241,19 @@ def test_bad_user_csv_exits_2_with_one_line(tmp_path, capsys, breakage):
     assert len(err.splitlines()) == 1
     if breakage == "missing_column":
         assert "scope" in err
+    elif breakage == "unknown_engine":
+        assert "tensorrt" in err and "trtllm" in err  # names it and suggests the id
     elif breakage != "not_csv":
         assert "trtllm090-085" in err or "h900" in err
 
 
-def test_validate_plot(tmp_path, capsys):
+def test_validate_plot_and_option_conflicts(tmp_path, capsys):
     path = tmp_path / "parity.png"
     assert main(["validate", "--plot", str(path)]) == 0
     assert path.stat().st_size > 10_000
     assert main(["validate", "--plot", str(tmp_path / "parity.pdf")]) == 2
-
-
-# ------------------------------------------------------------------------------ calibrate
-
-
-def test_calibrate_subset_writes_loadable_overlay(tmp_path, capsys, monkeypatch):
-    shipped = C.default_output()
-    before = shipped.read_bytes() if shipped.exists() else None
-    raw = pd.read_csv(V.MEASUREMENTS_CSV, dtype=str, keep_default_na=False)
-    # h200: 8+ rows from two sources (device fit, leave-one-source-out); a100: 3 rows (class fit)
-    h200 = raw[(raw["hardware"] == "h200-sxm") & (raw["usable"] == "yes")]
-    sub = pd.concat([h200[h200["source_file"].str.contains("v0.9.0")].head(6),
-                     h200[h200["source_file"].str.contains("v1.0")].head(6),
-                     raw[(raw["hardware"] == "a100-sxm-80g") & (raw["usable"] == "yes")].head(3),
-                     # two unusable v0.9.0 rows (as the L40S rows were before l40s was mapped; the
-                     # table's first unusable rows are now Neuron's, another source group)
-                     raw[raw["hardware"] == "l40s"].head(2).assign(
-                         usable="no", skip_reason="device not in the catalog")])
-    data = tmp_path / "subset.csv"
-    _write(sub, data)
-    out = tmp_path / "cal.toml"
-    assert main(["calibrate", "--data", str(data), "-o", str(out)]) == 0
-    text = capsys.readouterr().out
-    assert "leave-one-source-out" in text and "before" in text
-    cal = tomllib.loads(out.read_text())
-    assert set(cal["device"]) == {"h200-sxm", "a100-sxm-80g"}
-    for vals in cal["device"].values():
-        assert 0.05 <= vals["bandwidth_efficiency"] <= 1.0
-        assert 0.05 <= vals["flops_efficiency"] <= 1.0
-        assert 0.0 <= vals["layer_overhead"] <= 200e-6
-    prov = cal["provenance"]
-    assert prov["data_sha256"] == V.file_sha256(data)
-    assert "sweep calibrate" in prov["command"] and prov["date"]
-    assert cal["provenance"]["device"]["h200-sxm"]["basis"] == "device"
-    assert cal["provenance"]["device"]["a100-sxm-80g"]["basis"].startswith("class gpu")
-    assert set(cal["provenance"]["leave_one_source_out"]) == {"trtllm v0.9.0", "trtllm v1.0"}
-    # the shipped overlay is untouched by -o
-    assert (shipped.read_bytes() if shipped.exists() else None) == before
-    # grids loads it: parse a catalog device with this overlay
-    monkeypatch.setattr(gh, "calibration_overlay", lambda: cal)
-    raw_dev = gh._load_toml(gh.hardware_dir() / "h200-sxm.toml")
-    dev = gh.parse_device(raw_dev, "h200-sxm", calibrated=True)
-    want = cal["device"]["h200-sxm"]
-    assert dev.efficiency.flops_efficiency == pytest.approx(want["flops_efficiency"])
-    assert dev.efficiency.layer_overhead == pytest.approx(want["layer_overhead"])
-    assert all(t.efficiency == pytest.approx(want["bandwidth_efficiency"]) for t in dev.tiers)
-    assert dev.efficiency.origin["flops_efficiency"] == "calibrated (device)"
-    monkeypatch.undo()
-    # validate with that overlay file
-    assert main(["validate", "--data", str(data), "--calibration", str(out), "--json"]) == 0
-    rep = json.loads(capsys.readouterr().out)
-    ov = rep["aggregates"]["overall"][0]
-    assert ov["used"] + ov["skipped"] == 15 and ov["used"] >= 10
-
-
-def test_calibration_recovers_known_parameters(tmp_path):
-    """Synthetic measurements made by the model with known efficiencies are fitted back."""
-    truth = {"bandwidth_efficiency": 0.62, "flops_efficiency": 0.41, "layer_overhead": 35e-6}
-    dev = with_efficiency(gh.load_device("h100-sxm", calibrated=False), truth)
-    raw = pd.read_csv(V.MEASUREMENTS_CSV, dtype=str, keep_default_na=False)
-    rows = raw[(raw["hardware"] == "h100-sxm") & (raw["usable"] == "yes")].copy()
-    df = V.read_measurements(_tmp_csv(rows, tmp_path / "h100.csv"))
-    synth = V.compare(df, devices={"h100-sxm": dev})
-    ok = synth["status"].eq("used").to_numpy()
-    rows = rows[ok].copy()
-    rows["value"] = [f"{v:.6g}" for v in synth.loc[ok, "predicted"]]
-    data = V.read_measurements(_tmp_csv(rows, tmp_path / "synthetic.csv"))
-    cal = C.calibrate(data, prior_weight=0.0)
-    got = cal.overlay["h100-sxm"]
-    assert got["bandwidth_efficiency"] == pytest.approx(truth["bandwidth_efficiency"], rel=0.03)
-    assert got["flops_efficiency"] == pytest.approx(truth["flops_efficiency"], rel=0.03)
-    assert got["layer_overhead"] == pytest.approx(truth["layer_overhead"], abs=3e-6)
-    assert cal.device_fits["h100-sxm"].after < 0.005
-
-
-def _tmp_csv(rows: pd.DataFrame, path) -> str:
-    _write(rows, path)
-    return str(path)
-
-
-def test_calibrate_rejects_bad_options(tmp_path, capsys):
-    assert main(["calibrate", "--min-rows", "0", "-o", str(tmp_path / "c.toml")]) == 2
-    # what-if options never go into the shipped overlay
-    assert main(["calibrate", "--kv-bits", "8", "-o", str(C.default_output())]) == 2
-    assert main(["calibrate", "-o", str(tmp_path / "c.json")]) == 2
+    assert main(["validate", "--uncalibrated", "--calibration", str(calibration_path())]) == 2
     capsys.readouterr()
-
-
-def test_shipped_overlay_is_current_and_in_bounds():
-    """grids/data/calibration.toml was fitted on the shipped measurements (rerun
-    `sweep calibrate` when measurements.csv changes) and the catalog applies it."""
-    path = C.default_output()
-    assert path.exists(), "run `sweep calibrate` to write grids/data/calibration.toml"
-    cal = tomllib.loads(path.read_text())
-    assert cal["provenance"]["data_sha256"] == V.file_sha256(V.MEASUREMENTS_CSV)
-    for dev_id, vals in cal["device"].items():
-        for name, (lo, hi, _) in C.PARAMS.items():
-            assert lo <= vals[name] <= hi, (dev_id, name)
-        dev = gh.load_device(dev_id)
-        assert dev.efficiency.flops_efficiency == pytest.approx(vals["flops_efficiency"])
-        assert dev.efficiency.origin["flops_efficiency"].startswith("calibrated")
-    # devices without rows keep their documented class defaults
-    for dev_id in gh.catalog_ids():
-        if dev_id not in cal["device"]:
-            assert gh.load_device(dev_id) == gh.load_device(dev_id, calibrated=False)
 
 
 def test_read_measurements_rejects_bad_tables(tmp_path):
@@ -319,3 +263,179 @@ def test_read_measurements_rejects_bad_tables(tmp_path):
     p.write_text(",".join(M.COLUMNS) + "\n")
     with pytest.raises(SpecError, match="no data rows"):
         V.read_measurements(p)
+
+
+# ------------------------------------------------------------------------------ calibrate
+
+
+def _subset() -> pd.DataFrame:
+    """A small two-publisher table: NVIDIA's TensorRT-LLM rows on H100 and AMD's vLLM rows."""
+    use = RAW["usable"].eq("yes")
+    nv = RAW[use & RAW["engine"].eq("trtllm") & RAW["hardware"].eq("h100-sxm")
+             & RAW["load"].eq("static")].head(12)
+    amd = RAW[use & RAW["publisher"].eq("AMD")].head(12)
+    unusable = RAW[~use & RAW["publisher"].eq("NVIDIA")].head(2)
+    return pd.concat([nv, amd, unusable])
+
+
+def test_calibrate_subset_writes_loadable_overlay(tmp_path, capsys):
+    shipped = C.default_output()
+    before = shipped.read_bytes() if shipped.exists() else None
+    data = _write(_subset(), tmp_path / "subset.csv")
+    out = tmp_path / "cal.toml"
+    assert main(["calibrate", "--data", data, "-o", str(out), "--max-nfev", "8"]) == 0
+    text = capsys.readouterr().out
+    assert "leave-one-publisher-out" in text and "| held-out publisher |" in text
+    assert "fitting trtllm.defaults" in text and "fitting vllm.defaults" in text
+    cal = tomllib.loads(out.read_text())
+    prov = cal.pop("provenance")
+    assert set(cal) == {"trtllm", "vllm"}
+    for engine, sec in cal.items():
+        for name, v in sec["defaults"].items():
+            vals = v.values() if isinstance(v, dict) else [v]
+            lo, hi, _ = C._bounds_of(name)
+            assert all(lo <= x <= hi for x in vals), (engine, name, v)
+    assert prov["data_sha256"] == V.file_sha256(data)
+    assert "sweep calibrate" in prov["command"] and prov["date"]
+    assert set(prov["leave_one_publisher_out"]) == {"AMD", "NVIDIA"}
+    assert set(prov["unit"]) == {"trtllm.defaults", "vllm.defaults"}
+    # the shipped overlay is untouched by -o
+    assert (shipped.read_bytes() if shipped.exists() else None) == before
+    # the engine catalog applies it: a fitted value is what resolve gives, and says so
+    overlay = C.read_overlay_file(out)
+    p = resolve("trtllm", load_device("h100-sxm"), overlay)
+    assert p.iteration_overhead == pytest.approx(cal["trtllm"]["defaults"]["iteration_overhead"])
+    assert "fitted" in p.origin["iteration_overhead"]
+    # validate with that overlay file
+    assert main(["validate", "--data", data, "--calibration", str(out), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    ov = rep["aggregates"]["overall"][0]
+    assert ov["used"] + ov["skipped"] == 24 and ov["unusable"] == 2
+    assert "cal.toml" in rep["model"]
+
+
+def test_calibration_recovers_known_parameters():
+    """Synthetic measurements made by the model with known engine parameters are fitted back."""
+    use = USABLE & SHIPPED["engine"].eq("trtllm").to_numpy() \
+        & SHIPPED["hardware"].eq("h100-sxm").to_numpy() & SHIPPED["precision"].eq("fp8").to_numpy()
+    rows = SHIPPED[use]
+    rows = pd.concat([rows[rows["metric"] == "ttft"].head(12),
+                      rows[rows["metric"] != "ttft"].sample(40, random_state=1)])
+    truth = {"trtllm": {"defaults": {
+        "bandwidth": 0.7, "iteration_overhead": 2e-3, "request_overhead": 12e-3,
+        "decode_compute": {"fp8": 0.6}, "prefill_compute": {"fp8": 0.55},
+        "link_efficiency": 0.5, "collective_latency": 10e-6}}}
+    synth = V.compare(rows, overlay=truth)
+    ok = synth["status"].eq("used").to_numpy()
+    assert ok.sum() >= 40
+    data = rows[ok].assign(value=synth.loc[ok, "predicted"].to_numpy())
+    cal = C.calibrate(data, prior_weight=0.0, max_nfev=60)
+    (fit,) = cal.fits
+    got = cal.overlay["trtllm"]["defaults"]
+    for name in ("bandwidth", "iteration_overhead", "request_overhead", "link_efficiency"):
+        assert got[name] == pytest.approx(truth["trtllm"]["defaults"][name], rel=0.02), name
+    assert got["decode_compute"]["fp8"] == pytest.approx(0.6, rel=0.02)
+    assert got["prefill_compute"]["fp8"] == pytest.approx(0.55, rel=0.02)
+    assert fit.after < 0.005 < fit.before
+
+
+def test_vendor_units_need_rows_and_a_second_vendor():
+    ev = V.Evaluator(SHIPPED[USABLE])
+    units = {u.name: u for u in C.plan_units(ev, 20)}
+    # vLLM runs on NVIDIA and AMD parts in the data: each vendor with >= 20 rows gets a unit
+    assert "vllm.defaults" in units and "vllm.vendor.NVIDIA" in units
+    for name, u in units.items():
+        if u.level == "vendor":
+            assert len(u.rows) >= 20
+            assert set(ev.vendors[u.rows]) == {u.key}
+            assert u.engine in name
+    # an engine measured on one vendor only (Neuron) has no vendor unit
+    assert not any(n.startswith("neuron.vendor") for n in units)
+    # rows without a stated engine are never fitted
+    fitted = np.concatenate([u.rows for u in units.values()])
+    assert not ev.engine_assumed[fitted].any()
+    # a higher threshold drops the thin vendors
+    few = {u.name for u in C.plan_units(ev, 10_000)}
+    assert not any(".vendor." in n for n in few)
+
+
+def test_leave_one_publisher_out_never_sees_the_held_out_rows(monkeypatch):
+    seen: list[set[str]] = []
+
+    def spy(df, **opts):
+        seen.append(set(df["publisher"]))
+        return C.Calibration([], {}, df)
+
+    monkeypatch.setattr(C, "calibrate", spy)
+    df = V.read_measurements(None)
+    sub = df[df["publisher"].isin(["AMD", "Oracle", "Intel"])]
+    out = C.leave_one_publisher_out(sub)
+    # Intel has no usable row: nothing to test on
+    assert set(out) == {"AMD", "Oracle"}
+    assert seen == [{"Intel", "Oracle"}, {"AMD", "Intel"}]
+    for pub, rec in out.items():
+        assert set(rec["results"]["publisher"]) == {pub}
+        assert rec["rows"] == int((V.usable_mask(sub) & sub["publisher"].eq(pub)).sum())
+
+
+def test_calibrate_rejects_bad_options(tmp_path, capsys):
+    assert main(["calibrate", "--min-rows", "0", "-o", str(tmp_path / "c.toml")]) == 2
+    assert main(["calibrate", "-o", str(tmp_path / "c.json")]) == 2
+    assert main(["calibrate", "--f-scale", "0", "-o", str(tmp_path / "c.toml")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("sweep: error:") == 3
+    with pytest.raises(SystemExit):  # -o is required: the shipped overlay is never implied
+        main(["calibrate"])
+    capsys.readouterr()
+
+
+def test_bad_overlay_file_is_one_clear_error(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[vllm.defaults]\nbandwidth = 1.7\n[vllm.vendor.nvidia]\nbandwidth = 0.5\n")
+    assert main(["validate", "--calibration", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    # one error listing every problem of the file, with the fix
+    assert err.startswith("sweep: error: engine overlay: 2 problems")
+    assert "bandwidth = 1.7" in err and "did you mean 'NVIDIA'" in err
+
+
+def test_shipped_overlay_is_current_in_bounds_and_applied():
+    """grids/data/engines/calibration.toml was fitted on the shipped measurements (rerun
+    `sweep calibrate -o grids/data/engines/calibration.toml` when measurements.csv changes), every
+    value lies within the fit's bounds, and the engine catalog applies it."""
+    path = C.default_output()
+    assert path.exists(), "run `sweep calibrate -o grids/data/engines/calibration.toml`"
+    cal = tomllib.loads(path.read_text())
+    prov = cal.pop("provenance")
+    assert prov["data_sha256"] == V.file_sha256(V.MEASUREMENTS_CSV)
+    assert prov["leave_one_publisher_out"], "the shipped overlay reports its held-out check"
+    engines = catalog_engines()
+    devices = [load_device(d) for d in catalog_ids()]
+    checked = 0
+    for engine, sec in cal.items():
+        assert engine in engines
+        for level, key, table in [("defaults", "", sec.get("defaults", {}))] + [
+                ("vendor", v, t) for v, t in sec.get("vendor", {}).items()]:
+            for name, v in table.items():
+                for dtype, x in (v.items() if isinstance(v, dict) else [("", v)]):
+                    lo, hi, _ = C._bounds_of(name)
+                    assert lo <= x <= hi, (engine, level, key, name, dtype)
+            # a device of that vendor on which the engine runs takes the value, unless the
+            # engine file sets it for the device or its class (a more specific level wins)
+            for dev in devices:
+                if level == "vendor" and dev.vendor != key:
+                    continue
+                p = resolve(engine, dev)
+                if not p.supported or p.delegate != engine:
+                    continue
+                for name, v in table.items():
+                    items = v.items() if isinstance(v, dict) else [("", v)]
+                    for dtype, x in items:
+                        flat = f"{name}.{dtype}" if dtype else name
+                        origin = p.origin[flat]
+                        label = f"[{engine}.{level}" + (f".{key}]" if key else "]")
+                        if label in origin:
+                            got = getattr(p, name)[dtype] if dtype else getattr(p, name)
+                            assert got == pytest.approx(x), (engine, dev.id, flat)
+                            checked += 1
+    assert checked > 50

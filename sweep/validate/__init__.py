@@ -8,7 +8,6 @@ from sweep.validate.measurements import (
     file_sha256,
     read_measurements,
     usable_mask,
-    with_kv_bits,
 )
 from sweep.validate.report import (
     TARGETS,
@@ -25,11 +24,13 @@ from sweep.validate.report import (
 from sweep.validate.scores import (
     mean_abs_log_error,
     median_abs_rel_error,
+    median_log_error,
     median_rel_error,
     spearman,
 )
 
 __all__ = ["MEASUREMENTS_CSV", "SKIP_NO_FIT", "TARGETS", "Evaluator", "aggregate", "compare",
-           "file_sha256", "fmt_error", "mean_abs_log_error", "median_abs_rel_error", "median_rel_error",
-           "parity_plot", "read_measurements", "records", "report_json", "report_text", "rows_text",
-           "skip_reasons", "spearman", "summarize", "usable_mask", "with_kv_bits"]
+           "file_sha256", "fmt_error", "mean_abs_log_error", "median_abs_rel_error",
+           "median_log_error", "median_rel_error", "parity_plot", "read_measurements", "records",
+           "report_json", "report_text", "rows_text", "skip_reasons", "spearman", "summarize",
+           "usable_mask"]

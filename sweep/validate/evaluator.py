@@ -1,4 +1,20 @@
-"""Evaluate measurement rows with the model: conventions converted, max-load rows searched."""
+"""Evaluate measurement rows with the model: each row on its engine, in its load mode, in its
+convention.
+
+* ``load = static``: a batch of ``batch`` requests processed together (TTFT the batch's prefill,
+  TPOT its decode step);
+* ``load = max_load``: the engine chose the concurrency: the model's maximum-load point
+  (:func:`sweep.execute.points.max_load`, docs/model.md section 11), capped by the row's
+  ``batch_cap`` where the source states one;
+* ``load = online``: requests arrive at a rate; ``batch`` is the mean concurrency (Little's law,
+  docs/measurements.md): decode metrics at that concurrency with the KV cache of in-flight
+  batching, TTFT as one request's prefill, e2e as TTFT + (O - 1) TPOT.
+
+A row whose engine the source does not state is evaluated with the default engine (``native``,
+each device's vendor stack), and says so in ``assumption``. Conventions: ``scope = per_device``
+divides the layout's value by its devices, ``per_system`` scales it to the measured system's
+devices; ``total_*`` metrics count input + output tokens (seed 004's convention).
+"""
 
 from __future__ import annotations
 
@@ -8,26 +24,35 @@ import numpy as np
 import pandas as pd
 
 from grids.errors import SpecError
-from grids.spec import DEFAULT_PREFILL_CHUNK
-from kernels.params import HW, METRICS
-from sweep.execute.points import evaluate_rows, resolve_points
+from grids.spec import DEFAULT_ENGINE
+from kernels.params import INFEASIBLE_MEANINGS, METRICS
+from sweep.execute.points import PointTables, evaluate_rows, max_load, resolve_points
+from sweep.execute.tables import Tables
 from sweep.validate.measurements import (
     PHASE,
-    SKIP_INCOMPATIBLE,
-    SKIP_NO_FIT,
     SKIP_TAIL,
     one_line_error,
     usable_mask,
 )
 
-MAX_LOAD_BATCHES = tuple(2 ** k for k in range(13))  # 1 .. 4096
-LARGEST_BATCH_SEARCH = 1 << 20
-
 _FITS = METRICS.index("fits")
-_THR = METRICS.index("throughput")
+_WHY = METRICS.index("infeasible_reason")
+#: what a row whose engine is not stated is evaluated with
+ASSUME_ENGINE = DEFAULT_ENGINE
+ENGINE_ASSUMED = f"engine not stated: evaluated with '{ASSUME_ENGINE}'"
+BEYOND_WINDOW = ("prompt + output beyond the model's context window: evaluated as measured "
+                 "(extended context)")
+#: measured rows beyond a model's window ran it (rope scaling): the model does not refuse them
+MEASURED_CONTEXT_SCALING = 1024.0
 
 
-#: source groups (leave-one-source-out unit) by a substring of ``source_file``
+def infeasible_text(code: float) -> str:
+    """The skip reason of a row the model cannot evaluate (the kernel's infeasible_reason)."""
+    c = int(code) if np.isfinite(code) else 0
+    what = INFEASIBLE_MEANINGS[c] if 0 < c < len(INFEASIBLE_MEANINGS) else "unknown"
+    return f"infeasible in the model: {what}"
+
+
 def _conversion(metric: str, scope: str, devices: float, lay_devices: float
                 ) -> tuple[int, float]:
     """(kernel output index, factor): the model's value of ``metric`` in the row's convention is
@@ -43,205 +68,165 @@ def _conversion(metric: str, scope: str, devices: float, lay_devices: float
 
 class Evaluator:
     """The usable rows of a measurements table as kernel points, ready to be evaluated repeatedly
-    with different hardware tables (the calibration varies efficiency columns of ``hw``).
+    with different engine parameters (the calibration varies them: :meth:`predict` takes a
+    replacement platform table).
 
-    ``devices`` maps hardware id -> :class:`grids.hardware.Device` (default: the catalog,
-    calibrated or not). Rows whose hardware, model, precision or layout cannot be loaded raise one
+    ``overlay`` is an engine calibration overlay (parsed TOML; None = the shipped one, ``{}`` =
+    none). Rows whose hardware, engine, model, precision or layout cannot be loaded raise one
     SpecError listing them.
-
-    What-if options for max-load rows (not the model's physics; see docs/validation.md):
-    ``paged_kv`` checks memory capacity with the KV cache at the mean length ``S + O/2`` of an
-    in-flight batch instead of the full ``S + O`` of a static batch (exact for single-tier
-    devices); ``max_batch`` caps the engine's batch.
     """
 
-    def __init__(self, rows: pd.DataFrame, *, calibrated: bool = True,
-                 devices: dict[str, Any] | None = None,
-                 prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
-                 paged_kv: bool = False, max_batch: int | None = None) -> None:
-        from grids.hardware import load_device
-
+    def __init__(self, rows: pd.DataFrame, *, overlay: dict[str, Any] | None = None) -> None:
         self.rows = rows.reset_index(drop=True)
-        self.prefill_chunk = float(prefill_chunk)
-        devices = dict(devices or {})
-
-        def dev_loader(v: str) -> Any:
-            return devices[v] if v in devices else load_device(v, calibrated=calibrated)
-
+        engine = self.rows["engine"].fillna("").astype(str).str.strip()
+        self.engine_assumed = engine.eq("").to_numpy()
+        table = self.rows.assign(engine=engine.where(engine.ne(""), ASSUME_ENGINE))
+        table = table.set_index("id", drop=False)
         try:
-            self.points = resolve_points(self.rows.set_index("id", drop=False),
-                                         {"hardware": dev_loader}, where="measurements")
+            self.points: PointTables = resolve_points(
+                table, where="measurements", overlay=overlay,
+                context_scaling=MEASURED_CONTEXT_SCALING)
         except SpecError as exc:
             raise one_line_error(exc.problems, "measurements") from None
         pt = self.points
-        self.tables = pt.tables
-        self.hw_ids = pt.labels["hardware"]
-        self.devices = dict(zip(self.hw_ids, pt.objects["hardware"]))
         n = len(self.rows)
-        self._hi = pt.index["hardware"]
-        self._li = pt.index["layout"]
-        layouts = pt.objects["layout"]
-        self.layout_devices = np.array([layouts[i].devices for i in self._li], dtype=np.float64)
+        layouts = pt.objects["parallelism"]
+        self.layout_devices = np.array([layouts[i].devices for i in pt.index["parallelism"]],
+                                       dtype=np.float64)
         self.context = self.rows["context"].to_numpy(np.float64)
         out_len = self.rows["output_len"].to_numpy(np.float64)
         self.output_len = np.where(np.isfinite(out_len), out_len, 1.0)
-        self.max_load = self.rows["batch"].eq("max").to_numpy()
-        self.largest_fit = np.full(n, np.nan)
-        # candidate batches per row (R, K), padded with NaN
-        k = len(MAX_LOAD_BATCHES) + 1 if self.max_load.any() else 1
-        cand = np.full((n, k), np.nan)
-        cand[~self.max_load, 0] = self.rows["batch_num"].to_numpy(np.float64)[~self.max_load]
-        self._hw = self.tables.hw
-        self._peak = self.tables.peak
-        self._hi_eval = self._hi.copy()
-        if self.max_load.any():
-            rows_ml = np.flatnonzero(self.max_load)
-            cap_len = np.ceil(self.output_len[rows_ml] / 2) if paged_kv else None
-            largest = self._largest_fitting_batch(rows_ml, cap_len)
-            if max_batch is not None:
-                largest = np.minimum(largest, float(max_batch))
-            self.largest_fit[rows_ml] = largest
-            if paged_kv:  # one hardware row per max-load row, capacity check lifted
-                extra = self.tables.hw[self._hi[rows_ml]].copy()
-                extra[:, HW["capacity_fraction"]] *= 1e3
-                self._hi_eval[rows_ml] = self.tables.hw.shape[0] + np.arange(rows_ml.size)
-                self._hw = np.vstack([self.tables.hw, extra])
-                self._peak = np.vstack([self.tables.peak, self.tables.peak[self._hi[rows_ml]]])
-            for j, r in enumerate(rows_ml):
-                if np.isfinite(largest[j]):
-                    b = [x for x in MAX_LOAD_BATCHES if x < largest[j]] + [largest[j]]
-                    cand[r, :len(b)] = b
-                else:  # nothing fits: keep batch 1 so the reason can be told
-                    cand[r, 0] = 1.0
-        self.candidates = cand
-        valid = np.isfinite(cand)
-        self._row_of = np.nonzero(valid)[0]
-        self._slot = np.nonzero(valid)[1]
-        self._batch = cand[valid]
+        load = self.rows["load"].astype(str).to_numpy()
+        self.max_load = (load == "max_load") | self.rows["batch"].eq("max").to_numpy()
+        self.online = load == "online"
+        self.batch = np.where(self.max_load, 1.0, self.rows["batch_num"].to_numpy(np.float64))
+        self.metric = self.rows["metric"].to_numpy()
         conv = [_conversion(m, sc, d, ld) for m, sc, d, ld in zip(
-            self.rows["metric"], self.rows["scope"], self.rows["devices"].to_numpy(np.float64),
+            self.metric, self.rows["scope"], self.rows["devices"].to_numpy(np.float64),
             self.layout_devices)]
-        self._p_index = np.array([conv[r][0] for r in self._row_of], dtype=np.int64)
-        self._p_factor = np.array([conv[r][1] for r in self._row_of], dtype=np.float64)
+        self._index = np.array([c[0] for c in conv], dtype=np.int64)
+        self._factor = np.array([c[1] for c in conv], dtype=np.float64)
+        self.n = n
+        devs = pt.objects["hardware"]
+        precs = pt.objects["precision"]
+        h, p = pt.index["hardware"], pt.index["precision"]
+        #: per row: the device's vendor and the compute dtype the precision runs in
+        self.vendors = np.array([devs[i].vendor for i in h], dtype=object)
+        self.compute_dtypes = np.array([precs[j].compute_dtype_for(devs[i].peak_flops) or ""
+                                        for i, j in zip(h, p)], dtype=object)
+        self.overlay = overlay
+        models = pt.objects["model"]
+        window = np.array([models[i].max_context for i in pt.index["model"]], dtype=np.float64)
+        self.beyond_window = self.context + self.output_len > window
 
-    # ---- kernel calls
+    def subset(self, rows: np.ndarray) -> Evaluator:
+        """An evaluator of some of these rows (same overlay)."""
+        return Evaluator(self.rows.iloc[np.asarray(rows)], overlay=self.overlay)
 
-    def _points(self, rows: np.ndarray, batch: np.ndarray, hw: np.ndarray | None = None,
-                out_len: np.ndarray | None = None, static: bool = False) -> np.ndarray:
-        t = self.tables
-        if static:
-            hw, peak, hi = t.hw, t.peak, self._hi[rows]
-        else:
-            hw, peak, hi = (self._hw if hw is None else hw), self._peak, self._hi_eval[rows]
-        return evaluate_rows(self.points, rows, batch, self.context[rows],
-                             self.output_len[rows] if out_len is None else out_len,
-                             self.prefill_chunk, hw=hw, peak=peak, hw_index=hi)
+    def tables_for(self, overlay: dict[str, Any] | None) -> Tables:
+        """The kernels' tables of these rows with the engines resolved under ``overlay``."""
+        return self.points.retable(self.points.engines(overlay))
 
-    def _largest_fitting_batch(self, rows: np.ndarray, out_len: np.ndarray | None = None
-                               ) -> np.ndarray:
-        """Largest batch (<= 2^20) that fits for each row, by bisection; NaN if batch 1 does not.
-        ``out_len`` replaces the output length in the capacity check (paged-KV what-if)."""
-        fits_i = METRICS.index("fits")
-        lo = np.ones(rows.size)
-        ok1 = self._points(rows, lo, out_len=out_len, static=True)[fits_i] == 1.0
-        hi = np.full(rows.size, float(LARGEST_BATCH_SEARCH) + 1.0)
-        while True:
-            active = ok1 & (hi - lo > 1)
-            if not active.any():
-                break
-            mid = np.floor((lo + hi) / 2)
-            ol = None if out_len is None else out_len[active]
-            f = self._points(rows[active], mid[active], out_len=ol,
-                             static=True)[fits_i] == 1.0
-            idx = np.flatnonzero(active)
-            lo[idx[f]] = mid[idx[f]]
-            hi[idx[~f]] = mid[idx[~f]]
-        return np.where(ok1, lo, np.nan)
+    def outputs(self, tables: Tables | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Kernel output per row in its load mode ``(N_METRICS, n)``, and the batch used."""
+        n = self.n
+        out = np.full((len(METRICS), n), np.nan, dtype=np.float32)
+        used = self.batch.copy()
+        rows = np.arange(n)
+        static = ~self.max_load & ~self.online
+        if static.any():
+            r = rows[static]
+            out[:, r] = evaluate_rows(self.points, r, self.batch[r], self.context[r],
+                                      self.output_len[r], tables=tables)
+        if self.online.any():
+            r = rows[self.online]
+            dec = evaluate_rows(self.points, r, self.batch[r], self.context[r],
+                                self.output_len[r], inflight=True, tables=tables)
+            one = evaluate_rows(self.points, r, np.ones(r.size), self.context[r],
+                                self.output_len[r], tables=tables)
+            ttft = METRICS.index("ttft")
+            e2e = METRICS.index("e2e_latency")
+            tpot = METRICS.index("tpot")
+            dec[ttft] = one[ttft]
+            dec[e2e] = one[ttft] + (self.output_len[r] - 1.0) * dec[tpot]
+            bad = one[_FITS] != 1.0  # the request alone does not fit: say why
+            dec[:, bad] = one[:, bad]
+            out[:, r] = dec
+        if self.max_load.any():
+            r = rows[self.max_load]
+            o, b = max_load(self.points, r, self.context[r], self.output_len[r], tables=tables,
+                            cap=self._cap(r))
+            out[:, r] = o
+            used[r] = b
+        return out, used
 
-    def hw_table(self) -> np.ndarray:
-        """A copy of the hardware table the points are evaluated with (edit and pass it to
-        :meth:`predict`)."""
-        return self._hw.copy()
+    def _cap(self, r: np.ndarray) -> np.ndarray:
+        cap = pd.to_numeric(self.rows["batch_cap"].iloc[r], errors="coerce").to_numpy(np.float64)
+        return np.where(np.isfinite(cap), cap, np.inf)
 
-    def hw_rows(self, dev_id: str) -> list[int]:
-        """Rows of :meth:`hw_table` that describe device ``dev_id``."""
-        if dev_id not in self.hw_ids:
-            return []
-        h = self.hw_ids.index(dev_id)
-        extra = np.unique(self._hi_eval[self._hi == h])
-        return sorted({h, *extra.tolist()})
+    def predict_values(self, tables: Tables | None = None) -> np.ndarray:
+        """Predicted value per row in the row's convention (NaN where the model cannot)."""
+        return self.predict(tables, frame=False)
 
-    def predict_values(self, hw: np.ndarray | None = None) -> np.ndarray:
-        """Predicted value per row in the row's convention (NaN where nothing fits)."""
-        return self.predict(hw, frame=False)
-
-    def predict(self, hw: np.ndarray | None = None, frame: bool = True):
-        """Predicted value per row in the row's convention, with status, reason, chosen batch.
-
-        For max-load rows the candidate batch with the highest layout throughput is chosen.
-        """
-        out = self._points(self._row_of, self._batch, hw)
-        n, k = self.candidates.shape
-        idx = self._p_index
-        safe = np.where(idx < 0, 0, idx)
-        v = out[safe, np.arange(out.shape[1])].astype(np.float64) * self._p_factor
-        if (idx < 0).any():
+    def predict(self, tables: Tables | None = None, frame: bool = True):
+        """Predicted value per row in the row's convention, with the batch the model used and
+        the reason where it cannot evaluate the row (``tables``: see :meth:`tables_for`)."""
+        out, used = self.outputs(tables)
+        cols = np.arange(self.n)
+        safe = np.where(self._index < 0, 0, self._index)
+        v = out[safe, cols].astype(np.float64) * self._factor
+        if (self._index < 0).any():
             tt = out[METRICS.index("total_throughput")] / out[METRICS.index("power")]
-            v = np.where(idx < 0, tt, v)
-        fits = np.zeros((n, k), dtype=bool)
-        fits[self._row_of, self._slot] = out[_FITS] == 1.0
-        thr = np.full((n, k), -np.inf)
-        thr[self._row_of, self._slot] = np.where(fits[self._row_of, self._slot],
-                                                 np.nan_to_num(out[_THR], nan=-np.inf), -np.inf)
-        val = np.full((n, k), np.nan)
-        val[self._row_of, self._slot] = v
-        best = np.argmax(thr, axis=1)
-        anyfit = fits.any(axis=1)
-        pred = np.where(anyfit, val[np.arange(n), best], np.nan)
+            v = np.where(self._index < 0, tt, v)
+        ok = out[_FITS] == 1.0
+        pred = np.where(ok, v, np.nan)
         if not frame:
             return pred
-        batch = np.where(anyfit, self.candidates[np.arange(n), best], np.nan)
-        # incompatible (model.md section 2): memory_per_device NaN at the first candidate
-        mem = np.full((n, k), np.nan)
-        mem[self._row_of, self._slot] = out[METRICS.index("memory_per_device")]
-        compatible = np.isfinite(mem[:, 0])
-        reason = np.where(anyfit, "", np.where(compatible, SKIP_NO_FIT, SKIP_INCOMPATIBLE))
-        return pd.DataFrame({"predicted": pred, "model_batch": batch, "reason": reason},
+        reason = np.array(["" if good else infeasible_text(code)
+                           for good, code in zip(ok, out[_WHY])], dtype=object)
+        assumption = np.array(["; ".join(t for t, on in ((ENGINE_ASSUMED, a), (BEYOND_WINDOW, b))
+                                         if on) for a, b in zip(self.engine_assumed,
+                                                                self.beyond_window)],
+                              dtype=object)
+        return pd.DataFrame({"predicted": pred, "model_batch": np.where(ok, used, np.nan),
+                             "reason": reason, "assumption": assumption},
                             index=self.rows.index)
 
 
-def compare(df: pd.DataFrame, *, calibrated: bool = True,
-            devices: dict[str, Any] | None = None, paged_kv: bool = False,
-            max_batch: int | None = None) -> pd.DataFrame:
+def compare(df: pd.DataFrame, *, overlay: dict[str, Any] | None = None) -> pd.DataFrame:
     """Predicted versus measured for every row of ``df`` (from :func:`read_measurements`).
 
-    Returns one row per measurement with columns ``id, group, hardware, model, metric, phase,
-    measured, predicted, rel_error, log_error, status ('used', 'skipped' or 'unusable'), reason,
-    model_batch``. Rows marked ``usable = no`` in the data are ``unusable`` (reason: their
-    skip_reason); usable rows the model cannot evaluate (p99, does not fit, layout incompatible)
-    are ``skipped`` with the reason.
+    Returns one row per measurement with columns ``id, publisher, source, hardware, engine,
+    model, precision, parallelism, load, batch, context, output_len, metric, phase, scope,
+    statistic, measured, predicted, model_batch, rel_error, log_error, status ('used', 'skipped'
+    or 'unusable'), reason, assumption``. Rows marked ``usable = no`` in the data are
+    ``unusable`` (reason: their skip_reason); usable rows the model cannot evaluate (p99,
+    infeasible in the model) are ``skipped`` with the reason.
     """
-    res = df[["id", "group", "hardware", "model", "precision", "layout", "batch", "context",
-              "output_len", "metric", "scope", "statistic", "value"]].copy()
-    res = res.rename(columns={"value": "measured"})
+    res = df[["id", "publisher", "source_key", "hardware", "engine", "model", "precision",
+              "parallelism", "load", "batch", "context", "output_len", "metric", "scope",
+              "statistic", "value"]].copy()
+    res = res.rename(columns={"value": "measured", "source_key": "source"})
+    res["engine"] = res["engine"].where(res["engine"].astype(str).str.strip().ne(""),
+                                        f"({ASSUME_ENGINE})")
     res["phase"] = res["metric"].map(PHASE).fillna("other")
     res["predicted"] = np.nan
     res["model_batch"] = np.nan
     res["status"] = np.where(df["usable"].eq("yes"), "skipped", "unusable")
     res["reason"] = df["skip_reason"].to_numpy()
+    res["assumption"] = ""
     p99 = df["usable"].eq("yes") & df["statistic"].eq("p99")
     res.loc[p99, "reason"] = SKIP_TAIL
     use = usable_mask(df)
     if use.any():
-        ev = Evaluator(df.loc[use], calibrated=calibrated, devices=devices, paged_kv=paged_kv,
-                       max_batch=max_batch)
+        ev = Evaluator(df.loc[use], overlay=overlay)
         p = ev.predict()
         idx = res.index[use]
-        res.loc[idx, "predicted"] = p["predicted"].to_numpy()
-        res.loc[idx, "model_batch"] = p["model_batch"].to_numpy()
-        res.loc[idx, "reason"] = p["reason"].to_numpy()
+        for c in ("predicted", "model_batch", "reason", "assumption"):
+            res.loc[idx, c] = p[c].to_numpy()
         res.loc[idx, "status"] = np.where(p["reason"].to_numpy() == "", "used", "skipped")
     used = res["status"].eq("used")
-    res["rel_error"] = np.where(used, res["predicted"] / res["measured"] - 1.0, np.nan)
-    res["log_error"] = np.where(used, np.log(res["predicted"] / res["measured"]), np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        res["rel_error"] = np.where(used, res["predicted"] / res["measured"] - 1.0, np.nan)
+        res["log_error"] = np.where(used, np.log(res["predicted"] / res["measured"]), np.nan)
     return res

@@ -40,17 +40,9 @@ SKIP_NO_FIT = "does not fit in the model"
 SKIP_INCOMPATIBLE = "layout incompatible in the model"
 SKIP_TAIL = "tail percentile (p99): the model predicts typical values"
 
-#: source groups (leave-one-source-out unit) by a substring of ``source_file``
-SOURCE_GROUPS = (("v0.9.0", "trtllm v0.9.0"), ("trtllm_perf_overview_v1.0", "trtllm v1.0"),
-                 ("neuron", "aws neuron"), ("seeds/004", "seed 004"))
-
-
-def source_group(source_file: str) -> str:
-    """The source group of a ``source_file`` (the file name itself for user files)."""
-    for key, name in SOURCE_GROUPS:
-        if key in str(source_file):
-            return name
-    return str(source_file)
+def source_key(source_file: str) -> str:
+    """A short name of a source file: its stem (``trtllm_v0.17_perf_overview_throughput``)."""
+    return Path(str(source_file)).stem or str(source_file)
 
 
 def file_sha256(path: str | Path) -> str:
@@ -145,7 +137,7 @@ def read_measurements(path: str | Path | None = None) -> pd.DataFrame:
             problems.append(f"{where}: scope {r.scope!r} is not one of {SCOPES}")
         if r.statistic not in STATISTICS:
             problems.append(f"{where}: statistic {r.statistic!r} is not one of {STATISTICS}")
-        need = ["hardware", "model", "precision", "layout", "batch", "context", "value"]
+        need = ["hardware", "model", "precision", "parallelism", "batch", "context", "value"]
         if r.metric != "ttft":
             need.append("output_len")
         empty = [c for c in need if not getattr(r, c)]
@@ -156,21 +148,9 @@ def read_measurements(path: str | Path | None = None) -> pd.DataFrame:
     for c, v in nums.items():
         df[c] = v
     df["batch_num"] = batch_num
-    df["group"] = df["source_file"].map(source_group)
+    df["source_key"] = df["source_file"].map(source_key)
     df.attrs["path"] = str(path)
     return df
-
-
-def with_kv_bits(df: pd.DataFrame, bits: int | None) -> pd.DataFrame:
-    """What-if: every usable row's precision with a ``bits``-bit KV cache (``fp8`` ->
-    ``fp8-kv8``); None or 16 leaves the table as mapped."""
-    if bits is None:
-        return df
-    out = df.copy()
-    use = out["usable"].eq("yes") & out["precision"].ne("")
-    base = out.loc[use, "precision"].str.replace(r"-kv\d+$", "", regex=True)
-    out.loc[use, "precision"] = base if bits == 16 else base + f"-kv{int(bits)}"
-    return out
 
 
 def usable_mask(df: pd.DataFrame) -> np.ndarray:

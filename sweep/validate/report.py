@@ -11,10 +11,35 @@ import numpy as np
 import pandas as pd
 
 from sweep.validate.measurements import METRIC_UNITS
-from sweep.validate.scores import mean_abs_log_error, median_abs_rel_error, median_rel_error, spearman
+from sweep.validate.scores import (
+    mean_abs_log_error,
+    median_abs_rel_error,
+    median_log_error,
+    median_rel_error,
+    spearman,
+)
 
-#: the accuracy targets of the validation (median absolute relative error)
-TARGETS = {"decode": 0.15, "prefill": 0.25}
+#: the accuracy targets of the validation: median absolute relative error per metric family
+#: (throughput: every tokens/s metric), and the largest allowed per-engine bias
+TARGETS = {"throughput": 0.15, "ttft": 0.20, "tpot": 0.20}
+BIAS_TARGET = 0.10  # |median ln(predicted / measured)| per engine
+#: which target each metric counts toward
+TARGET_OF = {"throughput": "throughput", "total_throughput": "throughput",
+             "prefill_throughput": "throughput", "ttft": "ttft", "tpot": "tpot"}
+#: batch buckets of the per-batch aggregate (the model's batch of the row)
+BATCH_BUCKETS = ((1, 1, "1"), (2, 16, "2-16"), (17, 128, "17-128"), (129, float("inf"), ">128"))
+
+
+def batch_bucket(batch: Any) -> str:
+    """The bucket label of a batch size (NaN: '-')."""
+    try:
+        b = float(batch)
+    except (TypeError, ValueError):
+        return "-"
+    for lo, hi, name in BATCH_BUCKETS:
+        if lo <= b <= hi:
+            return name
+    return "-"
 
 
 def aggregate(res: pd.DataFrame, by: str | Sequence[str] | None, *,
@@ -35,21 +60,28 @@ def aggregate(res: pd.DataFrame, by: str | Sequence[str] | None, *,
                "median_abs_rel_error": median_abs_rel_error(u["predicted"], u["measured"]),
                "mean_abs_log_error": mean_abs_log_error(u["predicted"], u["measured"]),
                "spearman": spearman(u["predicted"], u["measured"]),
-               "median_rel_error": median_rel_error(u["predicted"], u["measured"])}
+               "median_rel_error": median_rel_error(u["predicted"], u["measured"]),
+               "bias_log": median_log_error(u["predicted"], u["measured"])}
         records.append(rec)
     return pd.DataFrame.from_records(records, columns=[
         "group", "used", "skipped", "unusable", "median_abs_rel_error", "mean_abs_log_error",
-        "spearman", "median_rel_error"])
+        "spearman", "median_rel_error", "bias_log"])
 
 
-AGGREGATES = {"source": "group", "hardware": "hardware", "metric": "metric", "phase": "phase"}
+#: the standard aggregates: name -> column of compare()'s frame
+AGGREGATES = {"publisher": "publisher", "source": "source", "engine": "engine",
+              "hardware": "hardware", "metric": "metric", "phase": "phase",
+              "batch": "batch_bucket", "target": "target"}
 
 
 def summarize(res: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The standard aggregates: overall, per source, per device, per metric and per phase."""
+    """The standard aggregates: overall, per publisher, source, engine, device, metric, phase,
+    batch bucket and target family."""
+    res = res.assign(batch_bucket=res["model_batch"].map(batch_bucket),
+                     target=res["metric"].map(TARGET_OF).fillna("other"))
     out = {"overall": aggregate(res, None)}
     for name, col in AGGREGATES.items():
-        out[name] = aggregate(res, col, keep_empty=(name == "source"))
+        out[name] = aggregate(res, col, keep_empty=(name in ("source", "publisher")))
     return out
 
 
@@ -72,35 +104,56 @@ def fmt_error(v: float, pct: bool = True) -> str:
 
 def aggregate_markdown(table: pd.DataFrame, title: str = "group") -> str:
     lines = [f"| {title} | used | skipped | unusable | median abs rel err | MALE | Spearman | "
-             f"bias |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             f"bias (median rel) | bias (median ln) |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in table.itertuples(index=False):
         lines.append(f"| {r.group} | {r.used} | {r.skipped} | {r.unusable} | "
                      f"{fmt_error(r.median_abs_rel_error)} | "
                      f"{fmt_error(r.mean_abs_log_error, False)} | {fmt_error(r.spearman, False)} | "
-                     f"{fmt_error(r.median_rel_error)} |")
+                     f"{fmt_error(r.median_rel_error)} | {fmt_error(r.bias_log, False)} |")
     return "\n".join(lines)
 
 
 def rows_text(res: pd.DataFrame, only_used: bool = False) -> str:
     sel = res[res["status"] == "used"] if only_used else res[res["status"] != "unusable"]
-    lines = [f"{'id':<22} {'hardware':<13} {'model':<17} {'prec':<5} {'layout':<6} "
-             f"{'batch':>5} {'in':>6} {'out':>5} {'metric':<11} {'measured':>11} "
+    lines = [f"{'id':<22} {'hardware':<13} {'engine':<9} {'model':<17} {'prec':<7} "
+             f"{'layout':<8} {'batch':>5} {'in':>6} {'out':>5} {'metric':<11} {'measured':>11} "
              f"{'predicted':>11} {'err':>7}  note"]
     for r in sel.itertuples(index=False):
         note = r.reason if r.status == "skipped" else (
             f"model batch {int(r.model_batch)}" if r.batch == "max" else "")
+        if r.assumption:
+            note = f"{note}; {r.assumption}" if note else r.assumption
         out = "" if not np.isfinite(r.output_len) else f"{int(r.output_len)}"
-        lines.append(f"{r.id:<22} {r.hardware:<13} {r.model:<17} {r.precision:<5} "
-                     f"{r.layout:<6} {r.batch:>5} {int(r.context):>6} {out:>5} {r.metric:<11} "
-                     f"{r.measured:>11.4g} {r.predicted:>11.4g} "
+        lines.append(f"{r.id:<22} {r.hardware:<13} {r.engine:<9} {r.model:<17} "
+                     f"{r.precision:<7} {r.parallelism:<8} {r.batch:>5} {int(r.context):>6} "
+                     f"{out:>5} {r.metric:<11} {r.measured:>11.4g} {r.predicted:>11.4g} "
                      f"{fmt_error(r.rel_error):>7}  {note}")
     return "\n".join(lines)
+
+
+def verdicts(agg: dict[str, pd.DataFrame]) -> list[str]:
+    """Each target of TARGETS and the per-engine bias, met or not, with the figure."""
+    out = []
+    tg = agg["target"].set_index("group")
+    for name, target in TARGETS.items():
+        if name in tg.index and tg.loc[name, "used"] > 0:
+            e = tg.loc[name, "median_abs_rel_error"]
+            out.append(f"{name}: median abs rel error {fmt_error(e)} over "
+                       f"{int(tg.loc[name, 'used'])} rows (target <= {target:.0%}) "
+                       f"{'met' if e <= target else 'NOT met'}")
+    for r in agg["engine"].itertuples(index=False):
+        if r.used > 0 and np.isfinite(r.bias_log):
+            out.append(f"engine {r.group}: bias median ln(pred/meas) {r.bias_log:+.3f} over "
+                       f"{r.used} rows (target within +/-{BIAS_TARGET:.2f}) "
+                       f"{'met' if abs(r.bias_log) <= BIAS_TARGET else 'NOT met'}")
+    return out
 
 
 def report_text(res: pd.DataFrame, title: str) -> str:
     agg = summarize(res)
     parts = [title, ""]
-    for name in ("overall", "phase", "metric", "source", "hardware"):
+    for name in ("overall", "target", "metric", "engine", "publisher", "source", "hardware",
+                 "batch"):
         parts.append(aggregate_markdown(agg[name], name))
         parts.append("")
     sk = skip_reasons(res)
@@ -109,16 +162,10 @@ def report_text(res: pd.DataFrame, title: str) -> str:
                      "unusable: usable = no in the data):")
         parts.extend(f"  {r.rows:4d}  {r.status:<8}  {r.reason}"
                      for r in sk.itertuples(index=False))
-    verdict = []
-    ph = agg["phase"].set_index("group")
-    for phase, target in TARGETS.items():
-        if phase in ph.index and ph.loc[phase, "used"] > 0:
-            e = ph.loc[phase, "median_abs_rel_error"]
-            verdict.append(f"{phase}: median abs rel error {fmt_error(e)} (target <= {target:.0%}) "
-                           f"{'met' if e <= target else 'NOT met'}")
-    if verdict:
+    v = verdicts(agg)
+    if v:
         parts.append("")
-        parts.extend(verdict)
+        parts.extend(v)
     return "\n".join(parts)
 
 
@@ -141,7 +188,8 @@ def report_json(res: pd.DataFrame, *, include_rows: bool = False, **meta: Any) -
     out["aggregates"] = {k: records(v) for k, v in agg.items()}
     out["skip_reasons"] = records(skip_reasons(res))
     if include_rows:
-        cols = ["id", "group", "hardware", "model", "precision", "layout", "batch", "context",
+        cols = ["id", "publisher", "source", "hardware", "engine", "model", "precision",
+                "parallelism", "load", "batch", "context",
                 "output_len", "metric", "scope", "statistic", "measured", "predicted",
                 "model_batch", "rel_error", "log_error", "status", "reason"]
         out["rows"] = records(res[cols])

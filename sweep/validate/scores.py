@@ -35,6 +35,12 @@ def median_rel_error(pred, meas) -> float:
     return float(np.median(p / m - 1.0)) if p.size else math.nan
 
 
+def median_log_error(pred, meas) -> float:
+    """median ln(pred / meas): the signed bias on a log scale (0 = unbiased)."""
+    p, m = _pairs(pred, meas)
+    return float(np.median(np.log(p / m))) if p.size else math.nan
+
+
 def _ranks(x: np.ndarray) -> np.ndarray:
     """Ranks 1..n, ties get the average of their ranks."""
     order = np.argsort(x, kind="mergesort")
