@@ -11,6 +11,7 @@ A spec is a TOML file or the same structure as a dict. Top-level keys are the di
     output_len  = 256                         # a number (setting) or a list (an extra dim)
     precision   = ["bf16", "fp8", "w4a16"]
     parallelism = ["tp1", "tp4-ep2"]          # or { tp = [1, 2, 4], pp = [1], ep = [1], dp = [1] }
+                                              # or "auto" / { auto = true, max_devices = 256 }
 
     calibration = "my-engines.toml"           # engine parameter overlay (default: the shipped)
 
@@ -45,6 +46,7 @@ from grids import engines as enginecat
 from grids import hardware as hwcat
 from grids import models as mdcat
 from grids import tomlio
+from grids.auto_layouts import DEFAULT_MAX_DEVICES, auto_layouts
 from grids.errors import SpecError, suggest
 from grids.layouts import Layout, expand_degrees, parse_layout
 from grids.precisions import Precision, parse_precision
@@ -316,7 +318,13 @@ def spec_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> GridSpe
         except SpecError as exc:
             problems.extend(exc.problems)
 
-    layouts = _layouts(raw.get("parallelism", ["tp1"]), problems)
+    par = raw.get("parallelism", ["tp1"])
+    auto = _auto_budget(par, problems)
+    if auto is not None:
+        layouts = (auto_layouts(devices, models, precisions, auto)
+                   if devices and models and precisions else [])
+    else:
+        layouts = _layouts(par, problems)
     names = [lay.name for lay in layouts]
     dups = sorted({n for n in names if names.count(n) > 1})
     if dups:
@@ -390,6 +398,28 @@ def _no_duplicate_ids(kind: str, ids: list[str], problems: list[str]) -> None:
     if dups:
         problems.append(f"{kind}: {', '.join(map(repr, dups))} given twice (different references "
                         f"to the same {kind}); keep one")
+
+
+def _auto_budget(value: Any, problems: list[str]) -> int | None:
+    """The device budget of ``parallelism = "auto"`` / ``{ auto = true, max_devices = N }``, or
+    None when the layouts are listed."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return DEFAULT_MAX_DEVICES
+    if not (isinstance(value, dict) and "auto" in value):
+        return None
+    unknown = set(value) - {"auto", "max_devices"}
+    if unknown:
+        problems.append(f"parallelism: with auto, the only other key is max_devices (got "
+                        f"{sorted(unknown)}); list layouts or use auto, not both")
+    if value["auto"] is not True:
+        problems.append(f"parallelism.auto must be true (or list the layouts), got "
+                        f"{value['auto']!r}")
+    n = value.get("max_devices", DEFAULT_MAX_DEVICES)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        problems.append(f"parallelism.max_devices: a whole number of devices >= 1 per replica, "
+                        f"got {n!r}")
+        return DEFAULT_MAX_DEVICES
+    return n
 
 
 def _layouts(value: Any, problems: list[str]) -> list[Layout]:

@@ -23,7 +23,7 @@ from collections import namedtuple
 import numpy as np
 
 from kernels.accelerate import scalar_jit
-from kernels.params import BOUND_INFEASIBLE, HW, LY, MD, PR, PX, R, M
+from kernels.params import BOUND_INFEASIBLE, HW, LY, MD, PR, PX, M, R
 
 # column indices as module constants (numba freezes globals at compile time)
 H_T0C, H_T0B, H_T0E, H_T0K = (HW["tier0_capacity"], HW["tier0_bandwidth"],

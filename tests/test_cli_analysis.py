@@ -67,7 +67,8 @@ def test_regimes_variation_strategies(result, capsys):
     assert code == 0 and "ep_vs_tp_latency_cov" in json.loads(out)["ep_vs_tp"]
 
 
-@pytest.mark.parametrize("kind", ["winner-map", "variation", "pareto", "roofline", "regimes"])
+@pytest.mark.parametrize("kind", ["winner-map", "variation", "pareto", "roofline", "regimes",
+                                  "serving-front"])
 def test_plot_kinds(result, capsys, tmp_path, kind):
     out_png = tmp_path / f"{kind}.png"
     code, _, err = run(capsys, "plot", result, "--kind", kind, "-o", out_png)
@@ -113,3 +114,32 @@ def test_argparse_errors_exit_2(result, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["plot", result, "--kind", "pie", "-o", "x.png"])
     assert exc.value.code == 2
+
+
+def test_goodput_text_and_json(result, capsys):
+    code, out, _ = run(capsys, "goodput", result, "--tpot", "0.05", "--per", "kW")
+    assert code == 0 and "targets met at" in out and "per kW" in out
+    code, out, _ = run(capsys, "goodput", result, "--ttft", "1", "--tpot", "0.05", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["basis"] == "per device" and doc["points"] == len(doc["rows"])
+    met = [r for r in doc["rows"] if r["goodput"] is not None]
+    assert len(met) == doc["met"] > 0
+    assert all(r["tpot_at"] <= 0.05 and r["ttft_at"] <= 1 for r in met)
+    # sorted best first
+    vals = [r["goodput"] for r in met]
+    assert vals == sorted(vals, reverse=True)
+    code, _, err = run(capsys, "goodput", result)
+    assert code == 2 and "ttft or tpot" in err
+
+
+def test_basis_option(result, capsys):
+    code, out, _ = run(capsys, "variation", result, "--basis", "device", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["basis"] == "per device" == doc["max_variation"]["basis"]
+    assert doc["max_variation"]["best_layout"] and doc["max_variation"]["worst_layout"]
+    code, out, _ = run(capsys, "variation", result, "--basis", "none", "--json")
+    assert code == 0 and json.loads(out)["basis"] == "grid values (no basis)"
+    code, out, _ = run(capsys, "variation", result)
+    assert code == 0 and "per kW (system boundary)" in out and "median" in out
+    code, _, err = run(capsys, "variation", result, "--basis", "watts")
+    assert code == 2 and "unknown kind" in err and len(err.strip().splitlines()) == 1

@@ -171,7 +171,7 @@ def test_duplicate_references_are_refused(tmp_path):
     cfg = (load_model_dir() / "llama-3.1-8b.json").read_text()
     (tmp_path / "llama-3.1-8b").mkdir()
     (tmp_path / "llama-3.1-8b" / "config.json").write_text(cfg)
-    with pytest.raises(SpecError, match="'llama-3.1-8b' given twice"):
+    with pytest.raises(SpecError, match=r"'llama-3\.1-8b' given twice"):
         load_spec({"hardware": "h100-sxm",
                    "model": ["llama-3.1-8b", str(tmp_path / "llama-3.1-8b" / "config.json")]})
     raw = (load_model_dir().parent / "hardware" / "h100-sxm.toml").read_text()

@@ -15,9 +15,12 @@ from typing import Any
 import pandas as pd
 import xarray as xr
 
+from sweep.analysis import basis as _basis
+from sweep.analysis import choose as _choose
 from sweep.analysis import pareto as _pareto
 from sweep.analysis import variation as _variation
 from sweep.analysis import winners as _winners
+from sweep.analysis.basis import DEFAULT_BASIS
 from sweep.analysis.pareto import DEFAULT_PARETO_OVER
 from sweep.analysis.select import candidates
 from sweep.analysis.winners import DEFAULT_ALONG
@@ -35,38 +38,72 @@ class SweepAccessor:
         """Best feasible value of ``metric`` over the dims ``over`` (NaN where none fits)."""
         return candidates(self._ds, metric, over, direction)
 
+    def on_basis(self, metric: str, basis: str | None = DEFAULT_BASIS) -> xr.DataArray:
+        """``metric`` put on a comparison basis, layouts kept (see
+        :func:`sweep.analysis.basis.normalised`)."""
+        return _basis.normalised(self._ds, metric, basis)
+
+    def best_layout(self, metric: str, basis: str | None = DEFAULT_BASIS) -> xr.Dataset:
+        """Each point at its best layout on ``basis``: ``value`` and ``layout`` (see
+        :func:`sweep.analysis.choose.best_layout`)."""
+        return _choose.best_layout(self._ds, metric, basis)
+
+    def fewest_devices(self, metric: str = "throughput") -> xr.Dataset:
+        """Each point's feasible layout with the fewest devices (see
+        :func:`sweep.analysis.choose.fewest_devices`)."""
+        return _choose.fewest_devices(self._ds, metric)
+
+    def goodput(self, ttft: float | None = None, tpot: float | None = None,
+                per: str = "device", metric: str = "throughput") -> xr.Dataset:
+        """Best throughput over batch and layout meeting latency targets; see
+        :func:`sweep.analysis.goodput.goodput`."""
+        from sweep.analysis.goodput import goodput
+
+        return goodput(self._ds, ttft, tpot, per, metric)
+
+    def serving_front(self, per: str = "device", metric: str = "throughput") -> pd.DataFrame:
+        """Tokens/s per user vs per device (kW, $) Pareto fronts; see
+        :func:`sweep.analysis.goodput.serving_front`."""
+        from sweep.analysis.goodput import serving_front
+
+        return serving_front(self._ds, per, metric)
+
     def variation(self, metric: str, over: str = "hardware",
-                  best_over: Iterable[str] | str = ()) -> xr.Dataset:
+                  best_over: Iterable[str] | str | None = None,
+                  basis: str | None = DEFAULT_BASIS) -> xr.Dataset:
         """See :func:`sweep.analysis.variation.variation`."""
-        return _variation.variation(self._ds, metric, over, best_over)
+        return _variation.variation(self._ds, metric, over, best_over, basis)
 
     def max_variation(self, metric: str, over: str = "hardware",
-                      best_over: Iterable[str] | str = ()) -> dict[str, Any] | None:
+                      best_over: Iterable[str] | str | None = None,
+                      basis: str | None = DEFAULT_BASIS) -> dict[str, Any] | None:
         """See :func:`sweep.analysis.variation.max_variation`."""
-        return _variation.max_variation(self._ds, metric, over, best_over)
+        return _variation.max_variation(self._ds, metric, over, best_over, basis)
 
     def winner(self, metric: str, over: str = "hardware",
-               best_over: Iterable[str] | str = ()) -> xr.DataArray:
+               best_over: Iterable[str] | str | None = None,
+               basis: str | None = DEFAULT_BASIS) -> xr.DataArray:
         """See :func:`sweep.analysis.winners.winner`."""
-        return _winners.winner(self._ds, metric, over, best_over)
+        return _winners.winner(self._ds, metric, over, best_over, basis)
 
     def frontier(self, metric: str, over: str = "hardware",
                  along: Iterable[str] | str = DEFAULT_ALONG,
-                 best_over: Iterable[str] | str = ()) -> pd.DataFrame:
+                 best_over: Iterable[str] | str | None = None,
+                 basis: str | None = DEFAULT_BASIS) -> pd.DataFrame:
         """See :func:`sweep.analysis.winners.frontier`."""
-        return _winners.frontier(self._ds, metric, over, along, best_over)
+        return _winners.frontier(self._ds, metric, over, along, best_over, basis)
 
-    def pareto(self, objectives, over: Iterable[str] | str = DEFAULT_PARETO_OVER
-               ) -> xr.DataArray:
+    def pareto(self, objectives, over: Iterable[str] | str = DEFAULT_PARETO_OVER,
+               basis: str | None = DEFAULT_BASIS) -> xr.DataArray:
         """See :func:`sweep.analysis.pareto.pareto`."""
-        return _pareto.pareto(self._ds, objectives, over)
+        return _pareto.pareto(self._ds, objectives, over, basis)
 
-    def regimes(self, regimes=None) -> xr.Dataset:
+    def regimes(self, regimes=None, basis: str | None = DEFAULT_BASIS) -> xr.Dataset:
         """Seed 002's six operational regimes scored per accelerator (best = 1.0); see
         :func:`sweep.analysis.regimes.regime_scores`."""
         from sweep.analysis.regimes import regime_scores
 
-        return regime_scores(self._ds, regimes)
+        return regime_scores(self._ds, regimes, basis)
 
     def strategies(self) -> xr.Dataset:
         """Per layout: parameter-to-compute ratio, throughput, latency CoV, and EP vs TP ratios

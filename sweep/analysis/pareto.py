@@ -8,24 +8,29 @@ import numpy as np
 import xarray as xr
 
 from sweep.analysis import core as an
+from sweep.analysis.basis import DEFAULT_BASIS, normalised, parse_basis
 from sweep.analysis.select import as_dims, parse_objectives, whole_core
 
 DEFAULT_PARETO_OVER = ("hardware", "parallelism")
 
 
-def pareto(ds: xr.Dataset, objectives, over: Iterable[str] | str = DEFAULT_PARETO_OVER
-           ) -> xr.DataArray:
+def pareto(ds: xr.Dataset, objectives, over: Iterable[str] | str = DEFAULT_PARETO_OVER,
+           basis: str | None = DEFAULT_BASIS) -> xr.DataArray:
     """Boolean mask of the non-dominated points for two or more objectives.
 
     ``objectives``: ``{"tpot": "min", "throughput": "max"}`` or a list of metric names
     using the registry directions (``"name:min"`` overrides). ``over``: the dims across
     which candidates compete; the front is computed independently at every combination of
     the other dims. Infeasible points (``fits == 0`` or any objective NaN) are never on the
-    front and never dominate; equal points are both non-dominated.
+    front and never dominate; equal points are both non-dominated. Throughput objectives are
+    put on ``basis`` first (default per kW at the system boundary; None = raw grid values): a
+    64-device layout competes by what it delivers per kW (or per device, per dollar, within a
+    budget), not in total.
     """
     objs = parse_objectives(ds, objectives)
     core = as_dims(ds, over, "over")
-    arrays = [ds[n] for n, _ in objs]
+    b = None if basis is None else parse_basis(basis)
+    arrays = [ds[n] if b is None else normalised(ds, n, b) for n, _ in objs]
     has_fits = "fits" in ds.data_vars
     if has_fits:
         arrays.append(ds["fits"])
@@ -53,5 +58,5 @@ def pareto(ds: xr.Dataset, objectives, over: Iterable[str] | str = DEFAULT_PARET
     mask.name = "pareto"
     mask.attrs = {"long_name": "non-dominated (Pareto-optimal) point",
                   "objectives": " ".join(f"{n}:{dd}" for n, dd in objs),
-                  "over": " ".join(core)}
+                  "over": " ".join(core), "basis": b.label if b else "grid values (no basis)"}
     return mask

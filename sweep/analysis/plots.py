@@ -29,6 +29,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from grids.errors import SpecError, suggest
 from sweep.analysis import core as an
+from sweep.analysis.basis import DEFAULT_BASIS, normalised, parse_basis
 from sweep.analysis.select import (
     apply_sel,
     as_dims,
@@ -46,7 +47,7 @@ OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "
 HATCHES = ("", "//", "..", "xx", "\\\\", "oo", "++", "--")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 NONE_COLOR = "#DDDDDD"
-KINDS = ("winner-map", "variation", "pareto", "roofline", "regimes")
+KINDS = ("winner-map", "variation", "pareto", "roofline", "regimes", "serving-front")
 FORMATS = ("png", "pdf", "svg")
 
 
@@ -186,13 +187,16 @@ CONTEXT_LABEL = "context [prompt tokens]"
 # ------------------------------------------------------------------------------ kinds
 def winner_map(ds: xr.Dataset, model: str | None = None, precision: str | None = None,
                metric: str = "throughput", over: str = "hardware",
-               best_over=("parallelism",), sel: dict | None = None) -> Figure:
-    """The winning ``over`` label of ``metric`` at every (batch, context) cell."""
+               best_over=("parallelism",), sel: dict | None = None,
+               basis: str | None = DEFAULT_BASIS) -> Figure:
+    """The winning ``over`` label of ``metric`` (on ``basis``) at every (batch, context)
+    cell."""
     check_metric(ds, metric)
     d = metric_direction(ds, metric)
     ds, m, p = _subset(ds, model, precision, sel)
     red = as_dims(ds, best_over, "best_over")
-    da = candidates(ds, metric, red)
+    b = None if basis is None else parse_basis(basis)
+    da = candidates(ds, metric, red, basis=b)
     da, notes = _fix_rest(da, (over, "batch", "context"))
     da, xs, ys = _grid(da.compute(), "batch", "context")
     codes = np.asarray(winner_index(da, over, d).values)
@@ -221,9 +225,9 @@ def winner_map(ds: xr.Dataset, model: str | None = None, precision: str | None =
     ax.set_xlim(xe[0], xe[-1])
     ax.set_ylim(ye[0], ye[-1])
     better = "lowest" if d == "min" else "highest"
-    how = f", each with its best {'/'.join(red)}" if red else ""
+    how = f", each at its best {'/'.join(red)}" if red else ""
     extra = f" ({', '.join(notes)})" if notes else ""
-    ax.set_title(f"Winner: {over} with the {better} {metric}{how}\n"
+    ax.set_title(f"Winner: {over} with the {better} {metric} {_basis_text(b)}{how}\n"
                  f"model {m or '-'}, precision {p or '-'}{extra}", fontsize=11)
     ax.legend(handles=handles, title=over, loc="upper left", bbox_to_anchor=(1.01, 1.0),
               frameon=False)
@@ -232,12 +236,14 @@ def winner_map(ds: xr.Dataset, model: str | None = None, precision: str | None =
 
 def variation_map(ds: xr.Dataset, model: str | None = None, precision: str | None = None,
                   metric: str = "throughput", over: str = "hardware",
-                  best_over=("parallelism",), sel: dict | None = None) -> Figure:
-    """max/min of ``metric`` across ``over`` at every (batch, context) cell."""
+                  best_over=("parallelism",), sel: dict | None = None,
+                  basis: str | None = DEFAULT_BASIS) -> Figure:
+    """max/min of ``metric`` (on ``basis``) across ``over`` at every (batch, context) cell."""
     check_metric(ds, metric)
     ds, m, p = _subset(ds, model, precision, sel)
     red = as_dims(ds, best_over, "best_over")
-    da = candidates(ds, metric, red)
+    b = None if basis is None else parse_basis(basis)
+    da = candidates(ds, metric, red, basis=b)
     da, notes = _fix_rest(da, (over, "batch", "context"))
     da, xs, ys = _grid(da.compute(), "batch", "context")
     a = np.moveaxis(np.asarray(da.transpose("context", "batch", over).values, np.float64), -1, 0)
@@ -272,23 +278,31 @@ def variation_map(ds: xr.Dataset, model: str | None = None, precision: str | Non
     ax.set_ylim(ye[0], ye[-1])
     how = f" (best {'/'.join(red)} each)" if red else ""
     extra = f", {', '.join(notes)}" if notes else ""
-    ax.set_title(f"max/min {metric} across {over}{how}; grey: < 2 feasible\n"
+    ax.set_title(f"max/min {metric} {_basis_text(b)} across {over}{how}; grey: < 2 feasible\n"
                  f"model {m or '-'}, precision {p or '-'}{extra}; {peak_note}", fontsize=10)
     return fig
 
 
 def pareto_plot(ds: xr.Dataset, objectives=("tpot", "throughput"), model: str | None = None,
                 precision: str | None = None, color_by: str = "hardware",
-                sel: dict | None = None, hardware=None) -> Figure:
-    """First two objectives of every feasible configuration of one model and precision; the
-    non-dominated points (over all of them, for all objectives) are drawn large."""
+                sel: dict | None = None, hardware=None,
+                basis: str | None = DEFAULT_BASIS) -> Figure:
+    """First two objectives (throughputs on ``basis``) of every feasible configuration of one
+    model and precision; the non-dominated points (over all of them, for all objectives) are
+    drawn large."""
     objs = parse_objectives(ds, objectives)
     ds, m, p = _subset(only_hardware(ds, hardware), model, precision, sel)
     names = [n for n, _ in objs]
-    front = ds.sweep.pareto(dict(objs), over=list(ds.dims))
+    b = None if basis is None else parse_basis(basis)
+    front = ds.sweep.pareto(dict(objs), over=list(ds.dims), basis=b)
     (xn, xd), (yn, yd) = objs[0], objs[1]
-    x = np.asarray(masked(ds, xn).values, np.float64).ravel()
-    y = np.asarray(masked(ds, yn).values, np.float64).ravel()
+
+    def on_basis(name: str) -> xr.DataArray:
+        return (masked(ds, name) if b is None else normalised(ds, name, b)).transpose(
+            *masked(ds, xn).dims)
+
+    x = np.asarray(on_basis(xn).values, np.float64).ravel()
+    y = np.asarray(on_basis(yn).values, np.float64).ravel()
     fr = np.asarray(front.transpose(*masked(ds, xn).dims).values).ravel()
     ok = np.isfinite(x) & np.isfinite(y)
     for n in names[2:]:
@@ -319,10 +333,13 @@ def pareto_plot(ds: xr.Dataset, objectives=("tpot", "throughput"), model: str | 
         ax.set_xscale("log")
     if _spans_decades(y[ok]):
         ax.set_yscale("log")
-    ax.set_xlabel(f"{_label(ds, xn)} ({'lower' if xd == 'min' else 'higher'} is better)")
-    ax.set_ylabel(f"{_label(ds, yn)} ({'lower' if yd == 'min' else 'higher'} is better)")
+    ax.set_xlabel(f"{_basis_label(ds, xn, b)} ({'lower' if xd == 'min' else 'higher'} is "
+                  f"better)")
+    ax.set_ylabel(f"{_basis_label(ds, yn, b)} ({'lower' if yd == 'min' else 'higher'} is "
+                  f"better)")
     others = f"; front over {', '.join(names)}" if len(names) > 2 else ""
-    ax.set_title(f"Pareto front: {yn} vs {xn} (large, outlined: non-dominated{others})\n"
+    ax.set_title(f"Pareto front {_basis_text(b)}: {yn} vs {xn} (large, outlined: "
+                 f"non-dominated{others})\n"
                  f"model {m or '-'}, precision {p or '-'}, all feasible configurations",
                  fontsize=11)
     ax.legend(handles=handles, title=color_by, loc="upper left", bbox_to_anchor=(1.01, 1.0),
@@ -402,10 +419,11 @@ def roofline_plot(ds: xr.Dataset, model: str | None = None, precision: str | Non
     return fig
 
 
-def regimes_plot(ds: xr.Dataset, sel: dict | None = None) -> Figure:
+def regimes_plot(ds: xr.Dataset, sel: dict | None = None,
+                 basis: str | None = DEFAULT_BASIS) -> Figure:
     """Seed 002 Fig. 8, quantitatively: regime x device scores (best = 1)."""
     ds = apply_sel(ds, sel)
-    r = ds.sweep.regimes()
+    r = ds.sweep.regimes(basis=basis)
     score = np.asarray(r["score"].values, np.float64)
     hw = [str(h) for h in r["hardware"].values]
     titles = [f"{t}\n({mt})" for t, mt in zip(r["title"].values, r["metric"].values)]
@@ -424,7 +442,8 @@ def regimes_plot(ds: xr.Dataset, sel: dict | None = None) -> Figure:
     missing = [str(k) for k, why in zip(r["regime"].values, r["reason"].values) if why]
     sub = (f"n/a (slice absent or nothing feasible; reasons: sweep regimes): "
            f"{', '.join(missing)}" if missing else "higher is better in every row")
-    ax.set_title("Operational regimes (seed 002 Fig. 8), best device = 1.0\n"
+    ax.set_title(f"Operational regimes (seed 002 Fig. 8), best device = 1.0; throughputs "
+                 f"{r.attrs.get('basis', '')}\n"
                  + "\n".join(textwrap.wrap(sub, 90)), fontsize=10)
     return fig
 
@@ -432,13 +451,78 @@ def regimes_plot(ds: xr.Dataset, sel: dict | None = None) -> Figure:
 def plot(ds: xr.Dataset, kind: str = "winner-map", **kwargs) -> Figure:
     """A Figure of ``kind`` (one of :data:`KINDS`); ``kwargs`` go to that kind's function."""
     funcs = {"winner-map": winner_map, "variation": variation_map, "pareto": pareto_plot,
-             "roofline": roofline_plot, "regimes": regimes_plot}
+             "roofline": roofline_plot, "regimes": regimes_plot,
+             "serving-front": serving_front_plot}
     if kind not in funcs:
         raise SpecError(f"unknown plot kind {kind!r}{suggest(str(kind), KINDS)}")
     return funcs[kind](ds, **kwargs)
 
 
+def serving_front_plot(ds: xr.Dataset, model: str | None = None, precision: str | None = None,
+                       context: int | None = None, per: str | None = None,
+                       sel: dict | None = None, hardware=None) -> Figure:
+    """Tokens/s per user (1 / TPOT) against throughput per device (kW, $): each device's Pareto
+    front over batch and layout, one line per device (and engine), for one model, precision and
+    context (default the context nearest 2048)."""
+    from sweep.analysis.goodput import serving_front
+
+    ds, m, p = _subset(only_hardware(ds, hardware), model, precision, sel)
+    if context is None and "context" in ds.dims:
+        i = an.nearest_log(ds["context"].values, 2048)
+        context = ds["context"].values[max(i, 0)]
+    ds, ctx = _pick(ds, "context", context)
+    table = serving_front(ds, per or "device")
+    groups = [c for c in ("hardware", "engine") if c in table.columns
+              and table[c].nunique() > 1] or [c for c in ("hardware",) if c in table.columns]
+    others = [c for c in table.columns if c not in (*groups, "batch", "parallelism", "per_user",
+                                                    "per_unit", "tpot")]
+    notes = []
+    for c in others:  # one front per remaining dim value: keep the first
+        first = table[c].iloc[0] if len(table) else None
+        if table[c].nunique() > 1:
+            notes.append(f"{c} = {first}")
+            table = table[table[c] == first]
+    fig = Figure(figsize=(9.0, 6.0), layout="constrained")
+    ax = fig.add_subplot()
+    parts = list(table.groupby(groups, sort=True)) if groups and len(table) else []
+    keys = [k for k, _ in parts]
+    for j, (key, g) in enumerate(parts):
+        g = g.sort_values("per_user")
+        colour, _, marker = style(j)
+        label = " / ".join(map(str, key if isinstance(key, tuple) else (key,)))
+        ax.plot(g["per_user"], g["per_unit"], marker=marker, color=colour, lw=1.3, ms=5,
+                mec="black", mew=0.4, label=label, drawstyle="steps-post", zorder=3)
+    if not keys:
+        ax.text(0.5, 0.5, "no feasible point", transform=ax.transAxes, ha="center")
+    else:
+        ax.legend(title=" / ".join(groups), loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  frameon=False, fontsize=8)
+    if len(table) and _spans_decades(table["per_unit"].to_numpy()):
+        ax.set_yscale("log")
+    if len(table) and _spans_decades(table["per_user"].to_numpy()):
+        ax.set_xscale("log")
+    units = table.attrs.get("units_per_unit", "")
+    ax.set_xlabel("tokens/s per user = 1 / TPOT [token/s] (higher is better)")
+    ax.set_ylabel(f"throughput {table.attrs.get('basis', '')} [{units}] (higher is better)")
+    extra = f", {', '.join(notes)}" if notes else ""
+    ax.set_title(f"Serving front: per-user speed vs throughput ({table.attrs.get('basis', '')}),"
+                 f" best over batch and layout\nmodel {m or '-'}, precision {p or '-'}, "
+                 f"context {ctx or '-'}{extra}", fontsize=11)
+    ax.grid(True, which="major", alpha=0.3)
+    return fig
+
+
 # ------------------------------------------------------------------------------ internals
+def _basis_text(b) -> str:
+    return f"({b.label})" if b is not None else "(grid values)"
+
+
+def _basis_label(ds: xr.Dataset, name: str, b) -> str:
+    if b is None or name not in ("throughput", "total_throughput"):
+        return _label(ds, name)
+    units = ds[name].attrs.get("units", "")
+    return f"{name} {b.label} [{b.units(units)}]"
+
 def _category(ds: xr.Dataset, dim: str, dims) -> np.ndarray:
     if dim in dims:
         lab = np.asarray([str(x) for x in ds[dim].values], dtype=object)

@@ -25,6 +25,7 @@ import xarray as xr
 
 from grids.errors import SpecError
 from sweep.analysis import core as an
+from sweep.analysis.basis import DEFAULT_BASIS, EXTENSIVE, needed_variables, normalised, parse_basis
 from sweep.analysis.select import masked, metric_direction
 
 #: typical interactive prompt: seed 002 Table III uses a 1024-token input
@@ -132,7 +133,8 @@ REGIMES: tuple[Regime, ...] = (
 )
 
 
-def regime_scores(ds: xr.Dataset, regimes: tuple[Regime, ...] | None = None) -> xr.Dataset:
+def regime_scores(ds: xr.Dataset, regimes: tuple[Regime, ...] | None = None,
+                  basis: str | None = DEFAULT_BASIS) -> xr.Dataset:
     """Score every accelerator in every regime, normalised to the best = 1.0.
 
     Returns a Dataset over ``(regime, hardware)``: ``score`` (best = 1.0; NaN when the regime's
@@ -140,8 +142,10 @@ def regime_scores(ds: xr.Dataset, regimes: tuple[Regime, ...] | None = None) -> 
     (geometric mean over the workload points where the device is feasible of its best raw
     metric), ``coverage`` (fraction of workload points the device can serve); per regime the
     coords ``title``, ``metric``, ``units``, ``direction``, ``definition``, ``n_points``,
-    ``winner`` and ``reason`` (empty when scored).
+    ``winner`` and ``reason`` (empty when scored). Throughput metrics are put on ``basis`` first
+    (default per kW at the system boundary; None = raw grid values, as seed 002 compares).
     """
+    on = None if basis is None else parse_basis(basis)
     regimes = REGIMES if regimes is None else tuple(regimes)
     if "hardware" not in ds.coords:
         raise SpecError("regimes need a hardware coordinate")
@@ -154,7 +158,7 @@ def regime_scores(ds: xr.Dataset, regimes: tuple[Regime, ...] | None = None) -> 
     meta: dict[str, list] = {k: [] for k in ("title", "metric", "units", "direction",
                                              "definition", "n_points", "winner", "reason")}
     for i, r in enumerate(regimes):
-        best, reason, units, direction = _regime_values(ds, r)
+        best, reason, units, direction = _regime_values(ds, r, on)
         n_points = 0
         winner = ""
         if best is not None:
@@ -203,10 +207,11 @@ def regime_scores(ds: xr.Dataset, regimes: tuple[Regime, ...] | None = None) -> 
     }, coords=coords)
     out.attrs["description"] = ("seed 002 section IV-A regimes scored per accelerator; "
                                 "see docs/analysis.md")
+    out.attrs["basis"] = on.label if on else "grid values (no basis)"
     return out
 
 
-def _regime_values(ds: xr.Dataset, r: Regime):
+def _regime_values(ds: xr.Dataset, r: Regime, basis=None):
     """(best DataArray over (hardware, workload dims) or None, reason, units, direction)."""
     units = ""
     direction = "max"
@@ -222,8 +227,11 @@ def _regime_values(ds: xr.Dataset, r: Regime):
         direction = metric_direction(ds, r.metric)
     if r.slo is not None and r.slo[0] not in ds.data_vars:
         return None, f"SLO metric {r.slo[0]!r} is not in the result", units, direction
+    extra = needed_variables(basis) if basis is not None and r.metric in EXTENSIVE else ()
     need = [v for v in ("fits", "memory_per_device" if r.metric == HEADROOM else r.metric,
-                        r.slo[0] if r.slo else None) if v is not None and v in ds.data_vars]
+                        r.slo[0] if r.slo else None, *extra)
+            if v is not None and v in ds.data_vars]
+    need = list(dict.fromkeys(need))
     sub = ds[need]
     if r.models == "moe":
         if not {"params_total", "params_active"} <= set(sub.variables):
@@ -242,6 +250,9 @@ def _regime_values(ds: xr.Dataset, r: Regime):
     if r.metric == HEADROOM:
         mem = masked(sub, "memory_per_device")
         vals = sub["device_memory"] / mem
+    elif basis is not None:
+        vals = normalised(sub, r.metric, basis)
+        units = str(vals.attrs.get("units", units))
     else:
         vals = masked(sub, r.metric)
     if r.slo is not None:

@@ -15,6 +15,8 @@ import xarray as xr
 
 from grids.errors import SpecError, suggest
 from sweep.analysis import core as an
+from sweep.analysis.basis import normalised
+from sweep.analysis.feasible import masked
 from sweep.results.variables import DIRECTION
 
 #: label of "no feasible candidate" in winner / best / worst arrays
@@ -47,6 +49,15 @@ def metric_direction(ds: xr.Dataset, name: str, direction: str | None = None,
     return "none"
 
 
+def default_best_over(ds: xr.Dataset, best_over, over: str | Iterable[str]) -> tuple[str, ...]:
+    """``best_over`` as dims; None = the layouts (each candidate at its best layout), unless the
+    layouts are what is compared or are not a dim."""
+    over = (over,) if isinstance(over, str) else tuple(over)
+    if best_over is None:
+        return tuple(d for d in ("parallelism",) if d in ds.dims and d not in over)
+    return as_dims(ds, best_over, "best_over")
+
+
 def as_dims(ds: xr.Dataset, dims: str | Iterable[str] | None, role: str,
             allow_scalar: bool = True) -> tuple[str, ...]:
     """Dims of ``ds`` named by ``dims``; names that are scalar coords (a dim selected away) are
@@ -77,32 +88,16 @@ def need_dim(ds: xr.Dataset, dim: str, role: str) -> str:
     return dim
 
 
-def feasible(ds: xr.Dataset, metric: str) -> xr.DataArray:
-    """True where ``metric`` is finite and the point fits."""
-    da = ds[metric]
-    ok = da.notnull() & np.isfinite(da) if da.dtype.kind == "f" else da.notnull()
-    if "fits" in ds.data_vars and metric != "fits":
-        ok = ok & (ds["fits"] == 1)
-    return ok
-
-
-def masked(ds: xr.Dataset, metric: str) -> xr.DataArray:
-    """``metric`` as float with NaN wherever the point is infeasible."""
-    da = ds[metric]
-    if da.dtype.kind != "f":
-        da = da.astype(np.float64)
-    out = da.where(feasible(ds, metric))
-    out.attrs = dict(ds[metric].attrs)
-    out.name = metric
-    return out
-
-
 def candidates(ds: xr.Dataset, metric: str, best_over: Iterable[str] | str | None = (),
-               direction: str | None = None) -> xr.DataArray:
-    """The feasible metric, reduced to its best value over ``best_over`` (e.g. layouts)."""
+               direction: str | None = None, basis=None) -> xr.DataArray:
+    """The feasible metric, reduced to its best value over ``best_over`` (e.g. layouts).
+
+    ``basis`` (a :class:`sweep.analysis.basis.Basis` or its text form): first put the metric on
+    that comparison basis (throughputs per device, per kW, per dollar or scaled to a budget;
+    layouts beyond a budget removed); None = the raw grid values."""
     check_metric(ds, metric)
     dims = as_dims(ds, best_over, "best_over")
-    da = masked(ds, metric)
+    da = masked(ds, metric) if basis is None else normalised(ds, metric, basis)
     if dims:
         d = metric_direction(ds, metric, direction)
         da = (da.max(dims, keep_attrs=True) if d == "max" else da.min(dims, keep_attrs=True))

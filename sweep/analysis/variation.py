@@ -11,10 +11,12 @@ import xarray as xr
 
 from grids.errors import SpecError
 from sweep.analysis import core as an
+from sweep.analysis.basis import DEFAULT_BASIS, parse_basis
+from sweep.analysis.choose import best_layout
 from sweep.analysis.select import (
     apply_core,
-    as_dims,
     candidates,
+    default_best_over,
     index_labels,
     label_order,
     metric_direction,
@@ -24,19 +26,23 @@ from sweep.analysis.select import (
 
 
 def variation(ds: xr.Dataset, metric: str, over: str = "hardware",
-              best_over: Iterable[str] | str = ()) -> xr.Dataset:
+              best_over: Iterable[str] | str | None = None,
+              basis: str | None = DEFAULT_BASIS) -> xr.Dataset:
     """max / min of ``metric`` across ``over`` at every other point, feasible points only.
 
     Returns a Dataset with ``ratio`` (>= 1; NaN where fewer than two candidates are
     feasible), ``max``, ``min``, ``n_feasible`` and the labels ``best`` and ``worst`` (the
     best is the max for higher-is-better metrics and the min for lower-is-better ones;
-    ``""`` where none). ``best_over`` dims are first reduced to their best value (e.g.
-    ``best_over="parallelism"``: every device with its best layout).
+    ``""`` where none). The metric is first put on ``basis`` (:mod:`sweep.analysis.basis`;
+    default per kW at the system boundary; None = raw grid values) and ``best_over`` dims are
+    reduced to their best value (default: the layouts, i.e. every device at its best layout).
     """
     need_dim(ds, over, "over")
-    if over in as_dims(ds, best_over, "best_over"):
+    red = default_best_over(ds, best_over, over)
+    if over in red:
         raise SpecError(f"over={over!r} cannot also be in best_over")
-    da = candidates(ds, metric, best_over)
+    b = None if basis is None else parse_basis(basis)
+    da = candidates(ds, metric, red, basis=b)
     d = metric_direction(ds, metric, required=False)
     best_dir, worst_dir = ("min", "max") if d == "min" else ("max", "min")
     order = label_order(da[over].values)
@@ -52,7 +58,7 @@ def variation(ds: xr.Dataset, metric: str, over: str = "hardware",
         f, da, core=[over], n_out=6,
         dtypes=(np.float64, np.float64, np.float64, np.int64, np.intp, np.intp))
     labels = da[over].values
-    units = ds[metric].attrs.get("units", "")
+    units = da.attrs.get("units", ds[metric].attrs.get("units", ""))
     out = xr.Dataset({
         "ratio": ratio.assign_attrs(units="1", long_name=f"max/min of {metric} across "
                                     f"{over} (feasible points)"),
@@ -64,8 +70,8 @@ def variation(ds: xr.Dataset, metric: str, over: str = "hardware",
         "worst": index_labels(iw, labels, "worst").assign_attrs(
             long_name=f"worst {over}"),
     })
-    out.attrs = {"metric": metric, "over": over, "direction": d,
-                 "best_over": " ".join(as_dims(ds, best_over, "best_over"))}
+    out.attrs = {"metric": metric, "over": over, "direction": d, "best_over": " ".join(red),
+                 "basis": b.label if b else "grid values (no basis)"}
     return out
 
 
@@ -74,12 +80,16 @@ SLAB_BYTES = 128 << 20
 
 
 def max_variation(ds: xr.Dataset, metric: str, over: str = "hardware",
-                  best_over: Iterable[str] | str = (), *, slab_bytes: int = SLAB_BYTES
+                  best_over: Iterable[str] | str | None = None,
+                  basis: str | None = DEFAULT_BASIS, *, slab_bytes: int = SLAB_BYTES
                   ) -> dict[str, Any] | None:
     """The largest finite ratio of :func:`variation`, where it occurs and the two labels.
 
-    Returns ``{"ratio", "metric", "over", "best_over", "where": {dim: value}, "best", "worst",
-    "best_value", "worst_value", "units"}`` or None when no point has two feasible candidates.
+    Returns ``{"ratio", "metric", "over", "best_over", "basis", "median_ratio", "points",
+    "where": {dim: value}, "best", "worst", "best_value", "worst_value", "best_layout",
+    "worst_layout", "units"}`` or None when no point has two feasible candidates
+    (``median_ratio``: the median of the ratio over the ``points`` where it is defined;
+    ``*_layout``: the layout each of the two runs on the basis, when the layouts were reduced).
 
     Memory-bounded: ``ds`` (in memory or opened lazily from a file) is read in slabs of the
     ``over`` dim of about ``slab_bytes`` each, keeping a running largest and smallest value (and
@@ -87,9 +97,10 @@ def max_variation(ds: xr.Dataset, metric: str, over: str = "hardware",
     point. Reading whole slabs of the leading dim touches every storage chunk once.
     """
     need_dim(ds, over, "over")
-    red = as_dims(ds, best_over, "best_over")
+    red = default_best_over(ds, best_over, over)
     if over in red:
         raise SpecError(f"over={over!r} cannot also be in best_over")
+    b = None if basis is None else parse_basis(basis)
     d = metric_direction(ds, metric, required=False)
     labels = np.asarray(ds[over].values)
     n = len(labels)
@@ -101,7 +112,7 @@ def max_variation(ds: xr.Dataset, metric: str, over: str = "hardware",
     hi = lo = None
     for s0 in range(0, n, step):
         sl = slice(s0, min(n, s0 + step))
-        a = candidates(ds.isel({over: sl}), metric, red).transpose(over, *rest)
+        a = candidates(ds.isel({over: sl}), metric, red, basis=b).transpose(over, *rest)
         vals = np.asarray(a.values, dtype=np.float64)
         ok = np.isfinite(vals)
         r = rank[sl].reshape((-1,) + (1,) * (vals.ndim - 1))
@@ -114,6 +125,7 @@ def max_variation(ds: xr.Dataset, metric: str, over: str = "hardware",
             else:
                 lo = _merge(lo, top, pick, None)
         coords = a.isel({over: 0}, drop=True).coords
+        units = a.attrs.get("units", ds[metric].attrs.get("units", ""))
     count = hi[2]
     hv, lv = hi[0], -lo[0]
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -122,6 +134,7 @@ def max_variation(ds: xr.Dataset, metric: str, over: str = "hardware",
     finite = np.isfinite(ratio)
     if not finite.any():
         return None
+    median = float(np.median(ratio[finite]))
     flat = int(np.where(finite, ratio, -np.inf).argmax())
     idx = np.unravel_index(flat, ratio.shape) if ratio.ndim else ()
     where = {x: py_scalar(coords[x].values[i]) for x, i in zip(rest, idx)}
@@ -130,10 +143,25 @@ def max_variation(ds: xr.Dataset, metric: str, over: str = "hardware",
     hi_label, lo_label = by_rank[hi[1][idx]], by_rank[lo[1][idx]]
     h, lval = float(hv[idx]), float(lv[idx])
     best_label, worst_label = (lo_label, hi_label) if d == "min" else (hi_label, lo_label)
+    layouts = {"best_layout": "", "worst_layout": ""}
+    if "parallelism" in red:
+        at = ds.sel({k: v for k, v in where.items() if k in ds.dims})
+        for key, label in (("best_layout", best_label), ("worst_layout", worst_label)):
+            one = at.sel({over: label})
+            bl = best_layout(one, metric, b if b is not None else "replica", d)
+            rest_red = [x for x in red if x != "parallelism" and x in bl["layout"].dims]
+            lay = bl["layout"]
+            if rest_red:  # the layout at the best value over the other reduced dims
+                v = bl["value"]
+                pick = (v == (v.max(rest_red) if d == "max" else v.min(rest_red)))
+                lay = lay.where(pick, drop=True).stack(_r=rest_red).isel(_r=0)
+            layouts[key] = str(lay.values)
     return {"ratio": float(ratio[idx]), "metric": metric, "over": over,
-            "best_over": list(red), "where": where, "best": best_label, "worst": worst_label,
+            "best_over": list(red), "basis": b.label if b else "grid values (no basis)",
+            "median_ratio": median, "points": int(finite.sum()),
+            "where": where, "best": best_label, "worst": worst_label,
             "best_value": lval if d == "min" else h, "worst_value": h if d == "min" else lval,
-            "units": ds[metric].attrs.get("units", "")}
+            **layouts, "units": units}
 
 
 def _merge(run, top, pick, count):

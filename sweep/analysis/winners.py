@@ -12,10 +12,12 @@ import xarray as xr
 
 from grids.errors import SpecError
 from sweep.analysis import core as an
+from sweep.analysis.basis import DEFAULT_BASIS, parse_basis
 from sweep.analysis.select import (
     NO_WINNER,
     as_dims,
     candidates,
+    default_best_over,
     index_labels,
     metric_direction,
     need_dim,
@@ -26,37 +28,44 @@ DEFAULT_ALONG = ("batch", "context")
 
 
 def winner(ds: xr.Dataset, metric: str, over: str = "hardware",
-           best_over: Iterable[str] | str = ()) -> xr.DataArray:
+           best_over: Iterable[str] | str | None = None,
+           basis: str | None = DEFAULT_BASIS) -> xr.DataArray:
     """The best ``over`` label at every other point (``""`` where none is feasible).
 
-    Ties go to the label that sorts first. ``best_over`` dims are reduced to their best
-    value first (e.g. ``best_over="parallelism"``: each device with its best layout).
+    Ties go to the label that sorts first. The metric is put on ``basis`` first (default per
+    kW at the system boundary; None = raw grid values) and ``best_over`` dims are reduced to
+    their best value (default: the layouts, each device at its best layout).
     """
     need_dim(ds, over, "over")
-    if over in as_dims(ds, best_over, "best_over"):
+    red = default_best_over(ds, best_over, over)
+    if over in red:
         raise SpecError(f"over={over!r} cannot also be in best_over")
     d = metric_direction(ds, metric)
-    da = candidates(ds, metric, best_over)
+    b = None if basis is None else parse_basis(basis)
+    da = candidates(ds, metric, red, basis=b)
     out = index_labels(winner_index(da, over, d), da[over].values, "winner")
     out.attrs = {"long_name": f"{over} with the {'lowest' if d == 'min' else 'highest'} "
                               f"{metric}", "metric": metric, "over": over,
-                 "no_winner": NO_WINNER}
+                 "no_winner": NO_WINNER, "basis": b.label if b else "grid values (no basis)"}
     return out
 
 
 def frontier(ds: xr.Dataset, metric: str, over: str = "hardware",
              along: Iterable[str] | str = DEFAULT_ALONG,
-             best_over: Iterable[str] | str = ()) -> pd.DataFrame:
+             best_over: Iterable[str] | str | None = None,
+             basis: str | None = DEFAULT_BASIS) -> pd.DataFrame:
     """Crossovers: where the winner of ``metric`` across ``over`` changes along ``along``.
 
     One row per pair of neighbouring coordinate values (in sorted order) along one of the
     ``along`` dims at which both neighbours have a winner and the winners differ. Columns:
     the other dims (fixed coords; the changing dim's own column is empty), ``dim``,
     ``value_before``, ``value_after``, ``winner_before``, ``winner_after``,
-    ``best_before``, ``best_after`` (the winning metric values).
+    ``best_before``, ``best_after`` (the winning metric values, on ``basis``; the default
+    basis and layout reduction are those of :func:`winner`).
     """
     need_dim(ds, over, "over")
-    red = as_dims(ds, best_over, "best_over")
+    red = default_best_over(ds, best_over, over)
+    b = None if basis is None else parse_basis(basis)
     dims_along = as_dims(ds, along, "along")
     for dd in dims_along:
         if dd == over or dd in red:
@@ -64,7 +73,7 @@ def frontier(ds: xr.Dataset, metric: str, over: str = "hardware",
     if over in red:
         raise SpecError(f"over={over!r} cannot also be in best_over")
     d = metric_direction(ds, metric)
-    da = candidates(ds, metric, red)
+    da = candidates(ds, metric, red, basis=b)
     if dims_along:
         da = da.sortby(list(dims_along))
     da = da.compute()
@@ -107,7 +116,7 @@ def frontier(ds: xr.Dataset, metric: str, over: str = "hardware",
     table = table.sort_values(["dim", *fixed, "value_before"], kind="stable",
                               na_position="first").reset_index(drop=True)
     table.attrs = {"metric": metric, "over": over, "along": list(dims_along),
-                   "best_over": list(red)}
+                   "best_over": list(red), "basis": b.label if b else "grid values (no basis)"}
     return table
 
 def _all_integral(s: pd.Series) -> bool:

@@ -62,6 +62,18 @@ def _best_over(ds, value: list[str] | None, over: str | tuple[str, ...]) -> tupl
     return tuple(value)
 
 
+def _basis(args: argparse.Namespace):
+    """``--basis``: a comparison basis (sweep.analysis.basis); 'none' = the raw grid values."""
+    from sweep.analysis.basis import DEFAULT_BASIS, parse_basis
+
+    text = getattr(args, "basis", None) or DEFAULT_BASIS
+    return None if text.lower() == "none" else parse_basis(text)
+
+
+def _basis_label(basis) -> str:
+    return basis.label if basis is not None else "grid values (no basis)"
+
+
 def _where(d: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in d.items()) or "(single point)"
 
@@ -71,19 +83,27 @@ def _where(d: dict) -> str:
 def _cmd_variation(args: argparse.Namespace, ds) -> int:
     ds = _select(ds, parse_sel(args.sel))
     red = _best_over(ds, args.best_over, args.over)
-    mv = ds.sweep.max_variation(args.metric, over=args.over, best_over=red)
+    basis = _basis(args)
+    mv = ds.sweep.max_variation(args.metric, over=args.over, best_over=red, basis=basis)
     if args.json:
-        print_json({"best_over": list(red), "max_variation": mv})
+        print_json({"best_over": list(red), "basis": _basis_label(basis),
+                    "max_variation": mv})
         return EXIT_OK
-    how = f" (each {args.over} with its best {'/'.join(red)})" if red else ""
+    how = f" (each {args.over} at its best {'/'.join(red)})" if red else ""
     if mv is None:
         print(f"{args.metric}: no point has two feasible {args.over} values{how}")
         return EXIT_OK
     u = f" {mv['units']}" if mv["units"] and mv["units"] != "1" else ""
-    print(f"{args.metric} varies up to {mv['ratio']:.4g}x across {args.over}{how}\n"
+
+    def lay(key: str) -> str:
+        return f" {mv[key]}" if mv.get(key) else ""
+
+    print(f"{args.metric}, {mv['basis']}{how}:\n"
+          f"  varies up to {mv['ratio']:.4g}x across {args.over} (median {mv['median_ratio']:.3g}x "
+          f"over {mv['points']:,} points)\n"
           f"  at     {_where(mv['where'])}\n"
-          f"  best   {mv['best']} ({mv['best_value']:.4g}{u})\n"
-          f"  worst  {mv['worst']} ({mv['worst_value']:.4g}{u})")
+          f"  best   {mv['best']}{lay('best_layout')} ({mv['best_value']:.4g}{u})\n"
+          f"  worst  {mv['worst']}{lay('worst_layout')} ({mv['worst_value']:.4g}{u})")
     return EXIT_OK
 
 
@@ -91,15 +111,17 @@ def _cmd_variation(args: argparse.Namespace, ds) -> int:
 def _cmd_frontier(args: argparse.Namespace, ds) -> int:
     ds = _select(ds, parse_sel(args.sel))
     red = _best_over(ds, args.best_over, args.over)
-    table = ds.sweep.frontier(args.metric, over=args.over, along=args.along, best_over=red)
+    basis = _basis(args)
+    table = ds.sweep.frontier(args.metric, over=args.over, along=args.along, best_over=red,
+                              basis=basis)
     if args.json:
         rows = records(table if not args.limit else table.head(args.limit))
         print_json({"metric": args.metric, "over": args.over, "along": list(args.along),
-                     "best_over": list(red), "crossovers": rows})
+                     "best_over": list(red), "basis": _basis_label(basis), "crossovers": rows})
         return EXIT_OK
-    how = f", each with its best {'/'.join(red)}" if red else ""
-    print(f"winner of {args.metric} across {args.over}{how}: {len(table)} crossover(s) along "
-          f"{', '.join(args.along)}")
+    how = f", each at its best {'/'.join(red)}" if red else ""
+    print(f"winner of {args.metric} ({_basis_label(basis)}) across {args.over}{how}: "
+          f"{len(table)} crossover(s) along {', '.join(args.along)}")
     print(text_table(table, TEXT_ROWS if args.limit is None else args.limit))
     return EXIT_OK
 
@@ -110,12 +132,16 @@ def _cmd_pareto(args: argparse.Namespace, ds) -> int:
 
     ds = _select(ds, parse_sel(args.sel))
     objs = parse_objectives(ds, args.objectives)
-    mask = ds.sweep.pareto(dict(objs), over=args.over).compute()
+    from sweep.analysis.basis import normalised
+
+    basis = _basis(args)
+    mask = ds.sweep.pareto(dict(objs), over=args.over, basis=basis).compute()
     dims = list(mask.dims)
     pos = np.nonzero(np.asarray(mask.values))
     data: dict[str, Any] = {d: np.asarray(ds[d].values)[pos[i]] for i, d in enumerate(dims)}
     for name, _ in objs:
-        vals = np.asarray(ds[name].transpose(*dims).values)
+        da = ds[name] if basis is None else normalised(ds, name, basis)
+        vals = np.asarray(da.broadcast_like(mask).transpose(*dims).values)
         data[name] = vals[pos]
     table = pd.DataFrame(data)
     table = table.sort_values([d for d in dims if d not in args.over] + [objs[0][0]],
@@ -125,9 +151,11 @@ def _cmd_pareto(args: argparse.Namespace, ds) -> int:
     if args.json:
         rows = records(table if not args.limit else table.head(args.limit))
         print_json({"objectives": dict(objs), "over": over, "groups": groups,
-                     "non_dominated": len(table), "points": rows})
+                     "basis": _basis_label(basis), "non_dominated": len(table),
+                     "points": rows})
         return EXIT_OK
-    print(f"Pareto front of {', '.join(f'{n} ({d})' for n, d in objs)} across "
+    print(f"Pareto front ({_basis_label(basis)}) of "
+          f"{', '.join(f'{n} ({d})' for n, d in objs)} across "
           f"{' x '.join(over) or '(nothing)'}: {len(table)} non-dominated point(s) in "
           f"{groups} group(s)")
     print(text_table(table, TEXT_ROWS if args.limit is None else args.limit))
@@ -137,7 +165,8 @@ def _cmd_pareto(args: argparse.Namespace, ds) -> int:
 @_with_result
 def _cmd_regimes(args: argparse.Namespace, ds) -> int:
     ds = _select(ds, parse_sel(args.sel))
-    r = ds.sweep.regimes()
+    basis = _basis(args)
+    r = ds.sweep.regimes(basis=basis)
     if args.json:
         out = []
         for i, key in enumerate(r["regime"].values):
@@ -156,7 +185,8 @@ def _cmd_regimes(args: argparse.Namespace, ds) -> int:
         return EXIT_OK
     table = r["score"].to_pandas().T
     table.columns = [str(c) for c in table.columns]
-    print("Operational regimes of seed 002 (section IV-A), score per device, best = 1.00")
+    print(f"Operational regimes of seed 002 (section IV-A), score per device, best = 1.00 "
+          f"(throughputs {_basis_label(basis)})")
     print(table.to_string(float_format=lambda v: f"{v:.2f}", na_rep="n/a"))
     print("\ndefinitions:")
     for i, key in enumerate(r["regime"].values):
@@ -209,16 +239,23 @@ def _cmd_plot(args: argparse.Namespace, ds) -> int:
     kw: dict[str, Any] = {"sel": sel}
     if kind in ("winner-map", "variation"):
         kw.update(model=args.model, precision=args.precision, metric=args.metric or
-                  "throughput", over=args.over)
+                  "throughput", over=args.over, basis=_basis(args))
         kw["best_over"] = _best_over(ds, args.best_over, args.over)
     elif kind == "pareto":
         kw.update(model=args.model, precision=args.precision, hardware=args.hardware,
-                  objectives=args.objectives or ["tpot", "throughput"])
+                  objectives=args.objectives or ["tpot", "throughput"], basis=_basis(args))
+    elif kind == "serving-front":
+        kw.update(model=args.model, precision=args.precision, hardware=args.hardware,
+                  context=args.context, per=args.per)
+    elif kind == "regimes":
+        kw.update(basis=_basis(args))
     elif kind == "roofline":
         kw.update(model=args.model, precision=args.precision, hardware=args.hardware,
                   context=args.context, parallelism=args.layout)
-    for opt, kinds in (("hardware", ("pareto", "roofline")), ("objectives", ("pareto",)),
-                       ("context", ("roofline",)), ("layout", ("roofline",)),
+    for opt, kinds in (("hardware", ("pareto", "roofline", "serving-front")),
+                       ("objectives", ("pareto",)),
+                       ("context", ("roofline", "serving-front")), ("layout", ("roofline",)),
+                       ("per", ("serving-front",)),
                        ("metric", ("winner-map", "variation"))):
         if getattr(args, opt) is not None and kind not in kinds:
             raise SpecError(f"--{opt} does not apply to --kind {kind} (it applies to "
@@ -226,6 +263,33 @@ def _cmd_plot(args: argparse.Namespace, ds) -> int:
     fig = plots.plot(ds, kind, **kw)
     path = plots.save(fig, args.output)
     print(f"wrote {path}")
+    return EXIT_OK
+
+
+@_with_result
+def _cmd_goodput(args: argparse.Namespace, ds) -> int:
+    ds = _select(ds, parse_sel(args.sel))
+    g = ds.sweep.goodput(ttft=args.ttft, tpot=args.tpot, per=args.per, metric=args.metric)
+    keep = list(g.dims)
+    cols = ["goodput", *(c for c in ("batch", "parallelism", "ttft_at", "tpot_at")
+                         if c in g.data_vars)]
+    table = g[cols].to_dataframe().reset_index()
+    table = table[[*keep, *cols]]
+    met = table["goodput"].notna()
+    table = table.sort_values(["goodput"], ascending=False, kind="stable", na_position="last")
+    targets = ", ".join(f"{k} <= {v:g} s" for k, v in (("TTFT", args.ttft), ("TPOT", args.tpot))
+                        if v is not None)
+    if args.json:
+        rows = records(table if not args.limit else table.head(args.limit))
+        print_json({"metric": args.metric, "basis": g.attrs["basis"],
+                    "units": g["goodput"].attrs.get("units", ""), "targets": targets,
+                    "points": len(table), "met": int(met.sum()), "rows": rows})
+        return EXIT_OK
+    print(f"goodput: best {args.metric} over batch and layout with {targets}, "
+          f"{g.attrs['basis']} [{g['goodput'].attrs.get('units', '')}]: targets met at "
+          f"{int(met.sum())} of {len(table)} point(s)")
+    print(text_table(table.reset_index(drop=True), TEXT_ROWS if args.limit is None
+                     else args.limit))
     return EXIT_OK
 
 
@@ -247,6 +311,7 @@ def register(subparsers) -> None:
     v.add_argument("--over", default="hardware", help="dim compared (default hardware)")
     v.add_argument("--best-over", nargs="+", metavar="DIM",
                    help="dims reduced to their best value first (default parallelism; 'none')")
+    _basis_option(v)
     v.set_defaults(func=_cmd_variation)
 
     f = subparsers.add_parser("frontier", help="where the winner of a metric changes along "
@@ -262,6 +327,7 @@ def register(subparsers) -> None:
                         "device with its best layout; 'none' for no reduction)")
     f.add_argument("--limit", type=int, default=None,
                    help=f"rows to print (default {TEXT_ROWS} for text, all for JSON; 0 = all)")
+    _basis_option(f)
     f.set_defaults(func=_cmd_frontier)
 
     p = subparsers.add_parser("pareto", help="non-dominated points for two or more objectives")
@@ -273,11 +339,13 @@ def register(subparsers) -> None:
                    help="dims across which candidates compete (default hardware parallelism)")
     p.add_argument("--limit", type=int, default=None,
                    help=f"rows to print (default {TEXT_ROWS} for text, all for JSON; 0 = all)")
+    _basis_option(p)
     p.set_defaults(func=_cmd_pareto)
 
     r = subparsers.add_parser("regimes", help="seed 002's six operational regimes scored per "
                               "device (best = 1)")
     _common(r)
+    _basis_option(r)
     r.set_defaults(func=_cmd_regimes)
 
     s = subparsers.add_parser("strategies", help="scaling strategies per layout; expert vs "
@@ -288,7 +356,8 @@ def register(subparsers) -> None:
     g = subparsers.add_parser("plot", help="draw a figure of a result to a PNG (or PDF/SVG)")
     _common(g, json_flag=False)
     g.add_argument("--kind", default="winner-map",
-                   choices=("winner-map", "variation", "pareto", "roofline", "regimes"),
+                   choices=("winner-map", "variation", "pareto", "roofline", "regimes",
+                            "serving-front"),
                    help="figure kind (default winner-map)")
     g.add_argument("-o", "--output", required=True, metavar="FILE.png", help="image file")
     g.add_argument("--model", default=None, help="model (default: the first)")
@@ -306,4 +375,30 @@ def register(subparsers) -> None:
     g.add_argument("--context", default=None, type=int,
                    help="roofline: prompt length (default nearest 2048)")
     g.add_argument("--layout", default=None, help="roofline: layout (default tp1)")
+    g.add_argument("--per", default=None,
+                   help="serving-front: throughput per device (default), kW, $ or a basis")
+    _basis_option(g)
     g.set_defaults(func=_cmd_plot)
+
+    gp = subparsers.add_parser(
+        "goodput", help="best throughput per device (kW, $) over batch and layout that meets "
+                        "TTFT and TPOT targets")
+    _common(gp)
+    gp.add_argument("--ttft", type=float, default=None, metavar="S",
+                    help="time-to-first-token target [s]")
+    gp.add_argument("--tpot", type=float, default=None, metavar="S",
+                    help="time-per-output-token target [s]")
+    gp.add_argument("--per", default="device",
+                    help="device (default), kW, $, replica, or a basis such as system:8")
+    gp.add_argument("--metric", default="throughput",
+                    help="throughput (default) or total_throughput (input + output tokens)")
+    gp.add_argument("--limit", type=int, default=None,
+                    help=f"rows to print (default {TEXT_ROWS} for text, all for JSON; 0 = all)")
+    gp.set_defaults(func=_cmd_goodput)
+
+
+def _basis_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--basis", default=None, metavar="BASIS",
+                   help="comparison basis (docs/analysis.md): power (default: per kW at the "
+                        "system boundary), power:accelerator, power:10kW, device, system:N, "
+                        "cost, cost:100 (USD/h), replica, or none (raw grid values)")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from grids.errors import SpecError
+from sweep.analysis.basis import DEFAULT_BASIS
 from sweep.analysis.variation import max_variation
 
 
@@ -19,12 +21,31 @@ def run_summary(ds: xr.Dataset, stats, wall: float, output) -> str:
         f"{stats.points_per_second:,.0f} points/s)",
         f"feasible  : {feasible:.1%} of points fit",
     ]
-    hv = max_variation(ds, "throughput", "hardware") if ds.sizes.get("hardware", 0) > 1 else None
-    if hv:
-        where = ", ".join(f"{k}={v}" for k, v in hv["where"].items())
-        lines.append(f"variation : throughput differs up to {hv['ratio']:.1f}x across hardware "
-                     f"(best {hv['best']}, worst {hv['worst']}) at {where}")
+    lines += headline_lines(ds)
     return "\n".join(lines)
+
+
+def headline_lines(ds: xr.Dataset, basis: str = DEFAULT_BASIS) -> list[str]:
+    """The run's headline: how far apart the devices are, on a fair basis (each device at its
+    best layout; docs/analysis.md, "Comparison bases")."""
+    if ds.sizes.get("hardware", 0) < 2 or "throughput" not in ds.data_vars:
+        return []
+    try:
+        hv = max_variation(ds, "throughput", "hardware", basis=basis)
+    except SpecError as exc:  # a result without the variables of the basis
+        return [f"variation : not computed on the {basis!r} basis ({exc})"]
+    if not hv:
+        return ["variation : no workload point has two devices that fit"]
+    where = ", ".join(f"{k}={v}" for k, v in hv["where"].items())
+    lay = " (each at its best layout)" if "parallelism" in hv["best_over"] else ""
+    return [f"variation : throughput {hv['basis']}{lay}: median {hv['median_ratio']:.2f}x "
+            f"across hardware over {hv['points']:,} workload points, up to "
+            f"{hv['ratio']:.3g}x",
+            f"            at {where}: best {hv['best']} {hv['best_layout']} "
+            f"({hv['best_value']:.4g} {hv['units']}), worst {hv['worst']} {hv['worst_layout']} "
+            f"({hv['worst_value']:.4g} {hv['units']})",
+            "            (other bases: sweep variation OUT --basis device | system:8 | "
+            "power:10kW | cost)"]
 
 
 def info_text(ds: xr.Dataset) -> str:

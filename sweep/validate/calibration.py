@@ -14,10 +14,11 @@ Parameters per unit, each only where the unit's rows carry information on it: ``
 ``decode_compute.<dtype>`` and ``prefill_compute.<dtype>`` for the compute dtypes of its rows
 (fp16 and bf16 as one 16-bit factor, :data:`TIED_DTYPES`; factors on the device's achievable
 efficiency, physical bounds (0.05, 1]: an engine cannot beat what the hardware catalog says the
-best software reaches; a factor that ends at 1 is reported as a finding), ``iteration_overhead`` and ``request_overhead`` [s], ``link_efficiency`` and
-``collective_latency`` [s] where the rows use more than one device, ``kv8_efficiency`` where rows
-use an 8-bit KV cache. Device-level values are never fitted: two devices of one vendor share their
-engine's parameters, so a device at least as good in every resource is never predicted slower.
+best software reaches; a factor that ends at 1 is reported as a finding), ``iteration_overhead``
+and ``request_overhead`` [s], ``link_efficiency`` and ``collective_latency`` [s] where the rows
+use more than one device, ``kv8_efficiency`` where rows use an 8-bit KV cache. Device-level
+values are never fitted: two devices of one vendor share their engine's parameters, so a device
+at least as good in every resource is never predicted slower.
 
 The objective is the log error ``ln(predicted / measured)`` of every usable row with a stated
 engine, minimised robustly (:func:`scipy.optimize.least_squares`, ``loss='soft_l1'``,

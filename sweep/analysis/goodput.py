@@ -1,0 +1,141 @@
+"""SLO-constrained goodput and the serving front (the capacity planner's questions).
+
+* :func:`goodput`: at every other point, the best throughput over batch and layout whose TTFT
+  and TPOT meet the targets, on a comparison basis (per device, per kW, per dollar, ...), with
+  the batch and layout that achieve it;
+* :func:`serving_front`: per device, the Pareto front of tokens/s per user (``1 / TPOT``)
+  against throughput on a basis, over batch and layout: the chart serving teams draw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from grids.errors import SpecError
+from sweep.analysis import core as an
+from sweep.analysis.basis import EXTENSIVE, normalised, parse_basis
+from sweep.analysis.select import as_dims, masked
+
+#: the ``per`` shorthands of :func:`goodput` and the basis each means
+PER = {"device": "device", "kw": "power", "kW": "power", "$": "cost", "usd": "cost",
+       "replica": "replica"}
+GOODPUT_OVER = ("batch", "parallelism")
+
+
+def per_basis(per: str):
+    """The :class:`~sweep.analysis.basis.Basis` of a ``per`` value: ``device``, ``kW``, ``$``,
+    ``replica`` or any basis text (``system:8``, ``power:accelerator``, ...)."""
+    text = str(per).strip()
+    return parse_basis(PER.get(text, PER.get(text.lower(), text)))
+
+
+def _limit(ds: xr.Dataset, name: str, bound: float | None) -> xr.DataArray | None:
+    if bound is None:
+        return None
+    if not (isinstance(bound, (int, float)) and np.isfinite(bound) and bound > 0):
+        raise SpecError(f"{name} target must be a positive number of seconds, got {bound!r}")
+    if name not in ds.data_vars:
+        raise SpecError(f"a {name} target needs the {name!r} metric in the result")
+    return masked(ds, name) <= bound
+
+
+def goodput(ds: xr.Dataset, ttft: float | None = None, tpot: float | None = None,
+            per: str = "device", metric: str = "throughput",
+            over: Iterable[str] | str = GOODPUT_OVER) -> xr.Dataset:
+    """Best ``metric`` over ``over`` (default batch and layout) meeting ``TTFT <= ttft`` and
+    ``TPOT <= tpot`` [s] (None: no target), at every combination of the other dims.
+
+    ``per``: ``"device"`` (tokens/s per accelerator), ``"kW"`` (per kW at the system boundary),
+    ``"$"`` (tokens per US dollar), ``"replica"`` (the layout's own throughput) or any basis
+    text of :func:`sweep.analysis.basis.parse_basis` (``"system:8"``: an 8-device budget).
+    Returns ``goodput`` (NaN where nothing meets the targets), the ``batch`` and ``parallelism``
+    that achieve it (``""``/NaN there), and ``ttft``, ``tpot`` at that point.
+    """
+    if metric not in EXTENSIVE:
+        raise SpecError(f"goodput is a throughput: metric must be one of {list(EXTENSIVE)}, "
+                        f"got {metric!r}")
+    if ttft is None and tpot is None:
+        raise SpecError("give a ttft or tpot target (seconds), or both")
+    b = per_basis(per)
+    dims = as_dims(ds, over, "over", allow_scalar=True)
+    vals = normalised(ds, metric, b)
+    for name, bound in (("ttft", ttft), ("tpot", tpot)):
+        ok = _limit(ds, name, bound)
+        if ok is not None:
+            vals = vals.where(ok)
+    rest = [d for d in vals.dims if d not in dims]
+    vals = vals.transpose(*rest, *dims)
+    shape = [vals.sizes[d] for d in rest]
+    flat = np.asarray(vals.values, dtype=np.float64).reshape(*shape, -1)
+    idx = an.extreme_index(flat, np.isfinite(flat), "max", axis=-1)
+    found = idx >= 0
+    safe = np.where(found, idx, 0)
+    best = np.where(found, np.take_along_axis(flat, safe[..., None], -1)[..., 0], np.nan)
+    coords = {d: vals[d] for d in rest}
+    out = xr.Dataset(coords=coords)
+    out["goodput"] = xr.DataArray(best, dims=rest, attrs={
+        "units": vals.attrs.get("units", ""), "basis": b.label,
+        "long_name": f"best {metric} meeting the latency targets ({b.label})"})
+    sub = [vals.sizes[d] for d in dims]
+    pos = np.unravel_index(safe, sub) if dims else ()
+    for d, p in zip(dims, pos):
+        labels = np.asarray(vals[d].values)
+        if labels.dtype.kind in "iuf":
+            col = np.where(found, labels[p].astype(np.float64), np.nan)
+        else:
+            col = np.where(found, labels[p].astype(object), "")
+        out[d] = xr.DataArray(col, dims=rest, attrs={"long_name": f"{d} that achieves it"})
+    for name in ("ttft", "tpot"):
+        if name in ds.data_vars:
+            m = masked(ds, name).transpose(*rest, *dims)
+            mf = np.asarray(m.values, dtype=np.float64).reshape(*shape, -1)
+            at = np.take_along_axis(mf, safe[..., None], -1)[..., 0]
+            out[f"{name}_at"] = xr.DataArray(np.where(found, at, np.nan), dims=rest,
+                                             attrs={"units": "s",
+                                                    "long_name": f"{name} at that point"})
+    out.attrs = {"metric": metric, "basis": b.label, "ttft_target_s": -1.0 if ttft is None
+                 else float(ttft), "tpot_target_s": -1.0 if tpot is None else float(tpot),
+                 "over": " ".join(dims)}
+    return out
+
+
+def serving_front(ds: xr.Dataset, per: str = "device", metric: str = "throughput",
+                  over: Iterable[str] | str = GOODPUT_OVER) -> pd.DataFrame:
+    """The per-user vs per-unit throughput front at every combination of the dims not in
+    ``over`` (one front per device, engine, model, ...): rows of the non-dominated points with
+    ``per_user`` (tokens/s per user = 1 / TPOT), ``per_unit`` (``metric`` on the ``per`` basis,
+    as :func:`goodput`), the ``over`` coordinates and ``tpot``, sorted by ``per_user``."""
+    if "tpot" not in ds.data_vars:
+        raise SpecError("the serving front needs the 'tpot' metric")
+    b = per_basis(per)
+    dims = as_dims(ds, over, "over", allow_scalar=True)
+    y = normalised(ds, metric, b)
+    x = 1.0 / masked(ds, "tpot")
+    x, y = xr.broadcast(x, y)
+    rest = [d for d in y.dims if d not in dims]
+    x, y = x.transpose(*rest, *dims), y.transpose(*rest, *dims)
+    n = int(np.prod([y.sizes[d] for d in dims])) if dims else 1
+    xv = np.asarray(x.values, dtype=np.float64).reshape(-1, n)
+    yv = np.asarray(y.values, dtype=np.float64).reshape(-1, n)
+    mask = an.pareto_mask(np.stack([xv, yv], axis=-1))
+    rows = []
+    grid = list(np.ndindex(*[y.sizes[d] for d in rest])) if rest else [()]
+    inner = list(np.ndindex(*[y.sizes[d] for d in dims])) if dims else [()]
+    for g, key in enumerate(grid):
+        for j in np.flatnonzero(mask[g]):
+            rec = {d: y[d].values[i].item() if hasattr(y[d].values[i], "item")
+                   else y[d].values[i] for d, i in zip(rest, key)}
+            rec.update({d: y[d].values[i].item() if hasattr(y[d].values[i], "item")
+                        else y[d].values[i] for d, i in zip(dims, inner[j])})
+            rec.update(per_user=xv[g, j], per_unit=yv[g, j], tpot=1.0 / xv[g, j])
+            rows.append(rec)
+    cols = [*rest, *dims, "per_user", "per_unit", "tpot"]
+    table = pd.DataFrame(rows, columns=cols)
+    table = table.sort_values([*rest, "per_user"], kind="stable").reset_index(drop=True)
+    table.attrs = {"metric": metric, "basis": b.label, "units_per_user": "token/s per user",
+                   "units_per_unit": y.attrs.get("units", "")}
+    return table
