@@ -19,6 +19,8 @@ from typing import Any
 from grids.errors import SpecError
 
 REPO = Path(__file__).resolve().parents[2]
+#: the row of the leave-one-publisher-out table that pools every held-out row
+POOLED = "all publishers (pooled)"
 
 
 def _rel(path: str | Path) -> str:
@@ -67,7 +69,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
                             data_sha256=V.file_sha256(data), model=which, targets=V.TARGETS)
         print(json.dumps(out, indent=1))
     else:
-        print(V.report_text(res, title))
+        scope = "uncalibrated" if overlay == {} else "in sample"
+        print(V.report_text(res, title, scope))
         if args.rows:
             print()
             print(V.rows_text(res))
@@ -127,10 +130,18 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     if not args.no_lopo:
         if not quiet:
             print("leave-one-publisher-out:")
+        held = []
         for pub, rec in C.leave_one_publisher_out(df, progress=say, **opts).items():
             line = summary_line(rec["results"]) if not rec["note"] else {}
             lopo[pub] = {"rows": rec["rows"], **line, **({"note": rec["note"]} if rec["note"]
                                                           else {})}
+            held.append(rec["results"])
+        if held:  # every held-out row, each predicted without its own publisher's data
+            import pandas as pd
+
+            pooled = pd.concat(held, ignore_index=True)
+            lopo[POOLED] = {"rows": int(pooled["status"].ne("unusable").sum()),
+                            **summary_line(pooled)}
     data = args.data or str(V.MEASUREMENTS_CSV)
     command = "sweep calibrate" + "".join(
         f" {k} {v}" for k, v in (("--data", _rel(args.data) if args.data else None),

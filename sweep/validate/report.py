@@ -131,25 +131,29 @@ def rows_text(res: pd.DataFrame, only_used: bool = False) -> str:
     return "\n".join(lines)
 
 
-def verdicts(agg: dict[str, pd.DataFrame]) -> list[str]:
-    """Each target of TARGETS and the per-engine bias, met or not, with the figure."""
+def verdicts(agg: dict[str, pd.DataFrame], scope: str = "in sample") -> list[str]:
+    """Each target of TARGETS and the per-engine bias, met or not, with the figure. ``scope``
+    says what the rows are (the targets are meant for rows held out of the calibration:
+    ``sweep calibrate`` reports them leave-one-publisher-out)."""
     out = []
     tg = agg["target"].set_index("group")
     for name, target in TARGETS.items():
         if name in tg.index and tg.loc[name, "used"] > 0:
             e = tg.loc[name, "median_abs_rel_error"]
-            out.append(f"{name}: median abs rel error {fmt_error(e)} over "
+            out.append(f"{name} ({scope}): median abs rel error {fmt_error(e)} over "
                        f"{int(tg.loc[name, 'used'])} rows (target <= {target:.0%}) "
                        f"{'met' if e <= target else 'NOT met'}")
     for r in agg["engine"].itertuples(index=False):
         if r.used > 0 and np.isfinite(r.bias_log):
-            out.append(f"engine {r.group}: bias median ln(pred/meas) {r.bias_log:+.3f} over "
+            out.append(f"engine {r.group} ({scope}): bias median ln(pred/meas) {r.bias_log:+.3f} over "
                        f"{r.used} rows (target within +/-{BIAS_TARGET:.2f}) "
                        f"{'met' if abs(r.bias_log) <= BIAS_TARGET else 'NOT met'}")
     return out
 
 
-def report_text(res: pd.DataFrame, title: str) -> str:
+def report_text(res: pd.DataFrame, title: str, scope: str = "in sample") -> str:
+    """The text report of a compare() frame; ``scope`` labels the verdicts (see
+    :func:`verdicts`)."""
     agg = summarize(res)
     parts = [title, ""]
     for name in ("overall", "target", "metric", "engine", "publisher", "source", "hardware",
@@ -162,10 +166,12 @@ def report_text(res: pd.DataFrame, title: str) -> str:
                      "unusable: usable = no in the data):")
         parts.extend(f"  {r.rows:4d}  {r.status:<8}  {r.reason}"
                      for r in sk.itertuples(index=False))
-    v = verdicts(agg)
+    v = verdicts(agg, scope)
     if v:
         parts.append("")
         parts.extend(v)
+        parts.append("(the targets are for rows held out of the calibration: `sweep calibrate` "
+                     "reports them leave-one-publisher-out; docs/validation.md)")
     return "\n".join(parts)
 
 
