@@ -72,6 +72,12 @@ DEFAULT_MODELS = (
     "qwen3-32b", "llama-3.3-nemotron-super-49b", "llama-3.3-70b", "qwen2.5-72b", "llama-2-70b",
     "mixtral-8x7b", "mixtral-8x22b", "llama-4-scout", "qwen3-235b-a22b", "deepseek-r1",
 )
+#: the default grid's layouts: every device count from 1 to 512 in powers of two (tensor
+#: parallel within an 8-device node, then pipeline stages), so that each device has a layout
+#: within 2x of the fewest devices that hold each model (SRAM parts need hundreds); expert
+#: parallelism for the MoE models; one weight-offload layout
+DEFAULT_LAYOUTS = ("tp1", "tp2", "tp4", "tp8", "tp8-pp2", "tp8-pp4", "tp8-pp8", "tp8-pp16",
+                   "tp8-pp32", "tp8-pp64", "ep4", "ep8", "tp2-ep4", "tp8-off0.25")
 DEFAULT_SPEC: dict[str, Any] = {
     "name": "default: the seeds' landscape",
     "hardware": "all",
@@ -81,8 +87,7 @@ DEFAULT_SPEC: dict[str, Any] = {
     "context": {"from": 128, "to": 131072, "scale": "log2"},
     "output_len": 256,
     "precision": ["bf16", "fp8", "w4a16"],
-    "parallelism": ["tp1", "tp2", "tp4", "tp8", "tp4-pp2", "ep4", "ep8", "tp2-ep4",
-                    "tp8-off0.25", "tp8-pp16"],
+    "parallelism": list(DEFAULT_LAYOUTS),
     "workload": {"prefill_chunk": DEFAULT_PREFILL_CHUNK},
 }
 

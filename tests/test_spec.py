@@ -102,6 +102,23 @@ def test_default_spec():
     assert load_spec(DEFAULT_SPEC) == s
 
 
+def test_default_layouts_reach_every_device_within_twice_its_floor():
+    """A fair default: for every (device, model, precision) of the default grid whose weights
+    need at most 512 devices, some default layout of at most twice that many devices exists
+    (else a comparison would force it onto a far larger layout)."""
+    from grids.auto_layouts import weights_floor
+
+    s = load_spec(None)
+    counts = sorted({x.devices for x in s.layouts if x.ep == 1 and not x.offload})
+    assert counts == [2**i for i in range(10)]
+    for dev in s.hardware:
+        for m in s.models:
+            for p in s.precisions:
+                n0 = weights_floor(dev, m, p)
+                if n0 <= 512:
+                    assert any(n0 <= c <= 2 * n0 for c in counts), (dev.id, m.id, p.name)
+
+
 def test_minimal_spec_defaults():
     s = load_spec({"hardware": "h100-sxm", "model": "llama-3.1-8b"})
     assert s.shape == (1, 1, 1, 1, 1, 1, 1, 1)
