@@ -54,6 +54,11 @@ def main(argv: list[str] | None = None) -> int:
                          f"partial result was left\n")
     except BrokenPipeError:
         code = EXIT_OK
+    except ModuleNotFoundError as exc:  # a dependency of the package is missing
+        sys.stderr.write(f"sweep: error: this command needs the Python package "
+                         f"{exc.name!r}, which is not installed; accel-sweep declares it, so "
+                         f"reinstall it (python3 -m pip install .) or install {exc.name!r}\n")
+        code = EXIT_BAD_INPUT
     except Exception as exc:
         if os.environ.get("SWEEP_DEBUG"):
             raise

@@ -146,8 +146,8 @@ def _client(scheduler: str):
     try:
         from distributed import Client, LocalCluster
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise SpecError("--scheduler needs dask.distributed: pip install 'accel-sweep[dask]'"
-                        ) from exc
+        raise SpecError("--scheduler needs dask.distributed, a dependency of accel-sweep: "
+                        "reinstall it (python3 -m pip install .)") from exc
     kind, arg = parse_scheduler(scheduler)
     if kind == "local":
         cluster = LocalCluster(n_workers=int(arg), threads_per_worker=1, processes=True,

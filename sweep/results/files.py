@@ -97,8 +97,8 @@ class ResultWriter:
         try:
             import dask.array as da
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise SpecError("Zarr output needs dask and zarr: pip install 'accel-sweep[dask]'"
-                            ) from exc
+            raise SpecError("Zarr output needs dask and zarr, dependencies of accel-sweep: "
+                            "reinstall it (python3 -m pip install .)") from exc
         lazy = {}
         enc = {}
         for name, meta in VARIABLES.items():
