@@ -4,7 +4,7 @@
 (:mod:`scripts.seeds.spec`) and writes docs/seeds_study.md, docs/figures/seeds_*.png and the
 seed 004 block of docs/validation.md. One module per section of the report, each using the
 product's analyses (``ds.sweep.max_variation``, ``variation``, ``best_layout``, ``goodput``,
-``regimes``, ``strategies``, ``sweep.evaluate``) on stated comparison bases; the package holds
+``regimes``, ``strategies``) on stated comparison bases; the package holds
 only what is specific to the seeds: their numbers (:mod:`~scripts.seeds.claims`,
 :mod:`~scripts.seeds.seed004_rows`), the tables and the verdicts.
 
