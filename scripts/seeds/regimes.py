@@ -132,15 +132,22 @@ regime:
                 diffs.append(f"`{k}` {'per device' if b == 'device' else 'per kW'}: "
                              f"{code(w)} (seed: {FIG8_RATINGS[w][REGIME_KEYS.index(k)]})")
     low = [h for h in fig8 if float(r7["coverage"].sel(hardware=h).min()) < 0.995]
+    wafer = ""
+    if "cs-3" in fig8 and "high_throughput" in labels(r7, "regime"):
+        sd = float(res["device"]["score"].sel(regime="high_throughput", hardware="cs-3"))
+        sp = float(res["power"]["score"].sel(regime="high_throughput", hardware="cs-3"))
+        wafer = (f" (CS-3 in the high-throughput regime: {fnum(sd, 2)} per device, "
+                 f"{fnum(sp, 2)} per kW)")
     rep.add(f"""
 **Verdict: {verdict}.** Per device the model's winner is rated Excellent by the seed in
 {d['winner_rated_excellent']} regimes (mean rank correlation {fnum(d['spearman_mean'], 2)}); per
 kW in {p['winner_rated_excellent']} ({fnum(p['spearman_mean'], 2)}). Winners the seed does not
-rate Excellent: {'; '.join(diffs) or 'none'}. Per device a ~24 kW wafer counts as one device,
-which favours it in every throughput regime it can hold; per kW the ranking is the one a power
-budget sees. Devices that cannot serve every workload point of some regime with their automatic
-layouts (score 0 there): {', '.join(code(h) for h in low) or 'none'}. Multi-model serving is a
-capacity measure (memory headroom), the same on both bases. The seed's ratings are qualitative,
-not derived from stated numbers, and the model's engines are calibrated on NVIDIA, AMD and
-Neuron measurements only (section 7).
+rate Excellent: {'; '.join(diffs) or 'none'}. Per device a ~24 kW wafer counts as one
+device{wafer}; per kW the ranking is the one a power budget sees. Devices that cannot serve
+every workload point of some regime with their automatic layouts (score 0 there):
+{', '.join(code(h) for h in low) or 'none'}. Multi-model serving is a capacity measure (memory
+headroom), the same on both bases. The seed's ratings are qualitative, not derived from stated
+numbers, and the model's engine factors are fitted only for TensorRT-LLM, vLLM, SGLang and
+Neuron (published NVIDIA, AMD, TPU and AWS measurements; section 7).
 """)
+

@@ -51,7 +51,7 @@ peak FLOP/s, memory and TDP of the devices the seeds compare:
             p = resolve(e, d)
             if not p.supported:
                 continue
-            via = f"{e} -> {p.delegate}" if p.delegate else e
+            via = f"{e} -> {p.delegate}" if p.delegate and p.delegate != e else e
             cells = [f"{_origin(p.origin.get(k, ''))}" for k in ENGINE_PARAMS]
             erows.append([f"`{h}`", via, f"{d.efficiency.flops_efficiency:.2f} / "
                           f"{d.efficiency.bandwidth_efficiency:.2f} "
@@ -61,7 +61,7 @@ Efficiencies: the device's achievable FLOP/s and bandwidth fractions (hardware c
 class defaults) and the serving engine's factors and overheads (docs/engines.md), "fitted" where
 `sweep calibrate` fitted them to published measurements of other publishers (calibration.toml),
 "estimate" where they are rules no measurement has checked. The claims about CS-3, SN40L, Groq,
-GC200 and the TPUs rest on estimates:
+GC200, Gaudi 3 and the TPUs rest mostly on estimates:
 """)
     rep.add(table(["device", "engine", "FLOP/s / bandwidth efficiency", *ENGINE_PARAMS], erows))
     t2 = []
@@ -80,9 +80,10 @@ GC200 and the TPUs rest on estimates:
             t2.append([f"`{h}`", f, qty(sv, f), qty(cv, f), fx(r),
                        "" if math.isfinite(r) and abs(r - 1) <= 0.05 else "differs"])
     rep.add("""
-Seed 002 Table II against the catalog (SI units; the catalog keeps dense peaks, so CS-3's
-"125 PFLOPS (sparse)" is 62.5 PFLOP/s there; Groq's TDP is 215 W in Table II and "~75 W" in the
-seed's Fig. 6; where they disagree the catalog cites its own sources):
+Seed 002 Table II against the catalog (SI units; the catalog keeps dense peaks, and CS-3's
+"125 PFLOPS" is a sparse figure; Groq's TDP is 215 W in Table II and "~75 W" in the seed's
+Fig. 6; where they disagree the catalog cites its own sources or states its estimate's rule,
+table above):
 """)
     rep.add(table(["device", "field", "seed 002", "catalog", "catalog / seed", "flag"], t2))
     rep.add("""
