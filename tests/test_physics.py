@@ -482,6 +482,16 @@ def test_pp_divides_per_device_weight_memory(p, pp, exact):
         assert le(wp, w1, 1e-5) and le(w1 / pp, wp, 1e-4)
 
 
+def head_stage_undercounted(md: dict) -> bool:
+    """docs/model.md section 3 rule P balances the stages by *stored* bytes and charges the
+    busiest one L_s layers of *reads*; the stage holding the LM head reads the head every step
+    besides its layers. Where layers are read only in part (routed experts, k < E) that stage
+    reads more than the one the rule picks, so pp can look faster than one device (pinned by
+    test_pipeline_stage_with_the_lm_head_is_the_read_bottleneck)."""
+    return (md["n_experts"] > 0 and md["experts_per_token"] < md["n_experts"]
+            and md["params_head"] > 0)
+
+
 def _pp_pair(p, pp):
     p = S.variant(p, px={"peak": HUGE})
     r1, rp = S.evaluate([p, S.variant(p, ly={"pp": float(pp)})])
@@ -498,7 +508,37 @@ def test_pp_does_not_speed_up_memory_bound_decode_at_batch_one(p, pp):
     link of their group (v2), so any tp and ep. At B = 1 there is a single micro-batch, so this
     covers every traffic kind (weights, experts, KV, activations, offload)."""
     assume(p["md"]["n_layers"] >= pp)
+    assume(not head_stage_undercounted(p["md"]))   # pinned by the xfail below
     _pp_pair(S.with_capacity_for(S.variant(p, batch=1)), pp)
+
+
+@pytest.mark.xfail(strict=True, reason="docs/model.md section 3 rule P: the busiest stage is "
+                   "chosen by stored bytes, but the stage holding the LM head reads more when "
+                   "routed experts are read in part; pp = 2 then beats one device at B = 1 "
+                   "(reported to the lead)")
+def test_pipeline_stage_with_the_lm_head_is_the_read_bottleneck():
+    """DeepSeek-V3-like (61 layers, 58 MoE layers of 256 experts of 44,040,192 params, top-8, fp8
+    weights, 16-bit head and embedding of 926,679,040 params each; no KV, no activations), B = 1,
+    unlimited FLOP/s, one 1 TB/s tier. One device reads per step 32,506,213,376 (dense) +
+    2 * 926,679,040 (head) + 58 * 8 * 44,040,192 (8 experts per layer) = 54,794,220,544 B:
+    54.79 ms. With pp = 2 rule P gives a layer unit w_L = (32,506,213,376 + 58 * 256 *
+    44,040,192) / 61 = 11.25 GB, ends of 0.165 units each, L_s = ceil(61.33 / 2) = 31 layers and
+    no end, and charges 2 x 31/61 x (32,506,213,376 + 20,434,649,088) = 53.81 GB: 53.81 ms,
+    faster than one device. The other stage (30 layers, embedding and head) reads
+    30/61 x 52,940,862,464 + 1,853,358,080 = 27.89 GB per pass, so a step takes at least
+    2 x 27.89 = 55.78 ms: pipelining a single sequence is never faster than one device."""
+    md = {**S.build_model(n_layers=61, d_model=7168, n_heads=128, n_kv_heads=128, head_dim=128,
+                          ffn=18432, vocab=129280, n_moe_layers=58, n_experts=256, top_k=8,
+                          expert_ffn=2048, shared_ffn=2048),
+          "kv_elems_full": 0.0, "attn_flops_full_decode": 0.0, "act_elems": 0.0}
+    assert head_stage_undercounted(md)
+    pr = {"weight_bytes": 1.0, "act_bytes": 2.0, "kv_bytes": 1.0, "embed_bytes": 2.0}
+    ly = {"tp": 1.0, "pp": 1.0, "ep": 1.0, "dp": 1.0, "offload": 0.0, "spill": 0.0}
+    p = {"hw": S.simple_device(bw=1e12, capacity=1e13), "px": S.simple_px(HUGE), "md": md,
+         "pr": pr, "ly": ly, "batch": 1.0, "context": 128.0, "output_len": 16.0}
+    one, two = S.evaluate([p, S.variant(p, ly={"pp": 2.0})])
+    assert one["tpot"] == pytest.approx(54_794_220_544 / 1e12, rel=1e-6)
+    assert two["tpot"] >= one["tpot"]
 
 
 @given(S.fitting_points(model_kind="dense", n_tiers=1, spill=0.0, layout={"tp": 1, "pp": 1}),
@@ -526,19 +566,18 @@ def test_offload_zero_ignores_the_host_tier(p):
     assert with_host["host_fraction"] == 0.0
 
 
-@given(S.fitting_points(offload=0.0, spill=0.0, host=True), st.floats(0.01, 1.0))
+@given(S.fitting_points(n_tiers=1, offload=0.0, spill=0.0, host=True), st.floats(0.01, 1.0))
 def test_offloading_weights_to_a_slower_host_never_speeds_up(p, off):
-    """Moving weights from device tiers to a host tier slower than every device tier can only make
-    each pass longer (placement of the rest only improves, but host reads dominate).
-    Holds when every weight byte is read each step: an untied input embedding is stored but not
-    read, so offloading part of it is free and frees fast tiers for the KV cache, which can
-    legitimately speed the step up. The property is therefore checked on tied embeddings."""
-    p = slowest_host(S.variant(p, md={"params_embed_only": 0.0}))
+    """On one device tier, moving a share of the weights to a host tier slower than the device
+    (for every segment factor) makes each pass read that share more slowly and changes nothing
+    else: (1 - off) R / bw_dev + off R / bw_host >= R / bw_dev, in decode and in each prefill
+    pass. NOT asserted on multi-tier devices: the weights freed from a fast tier make room there
+    for the KV cache and activations (placed after them, section 4), which can legitimately
+    speed up a KV- or activation-heavy phase by more than the host reads cost."""
+    p = slowest_host(p)
     q = S.variant(p, hw={"host_capacity": 1e15}, ly={"offload": off})
     r0, r1 = S.evaluate([p, q])
-    # all weight segments are placed before KV and activations, so with off > 0 the device tiers
-    # hold a prefix of the off = 0 placement: per-tier reads shrink, host reads are slower.
-    assume(r0["fits"] == 1 and r1["fits"] == 1)
+    assert r0["fits"] == 1 and r1["fits"] == 1
     assert le(r0["tpot"], r1["tpot"]), (r0["tpot"], r1["tpot"])
     assert le(r0["ttft"], r1["ttft"]), (r0["ttft"], r1["ttft"])
     assert r1["host_fraction"] > 0
