@@ -36,7 +36,7 @@ if str(ROOT) not in sys.path:
 RESULTS = ROOT / "benchmarks" / "results" / "latest.json"
 TIME_BUDGET_S = 570.0  # the whole benchmark must finish in < 10 min
 
-#: the ~10^7-point benchmark grid: the built-in default grid (all 25 catalog devices, its 15
+#: the ~10^7-point benchmark grid: the built-in default grid (all catalog devices, its 15
 #: models, batch 1..1024 and context 128..128k in powers of two, 3 precisions, 10 layouts) with
 #: 7 output lengths as an extra dim
 OUTPUT_LENS = [64, 128, 256, 512, 1024, 2048, 4096]
@@ -45,7 +45,8 @@ OUTPUT_LENS = [64, 128, 256, 512, 1024, 2048, 4096]
 def bench_spec(nb: int | None = None, ns: int | None = None) -> dict:
     """The benchmark grid; with (nb, ns) the batch and context axes are replaced by linear ranges
     of that many values and output_len is 256 (same devices, models, precisions and layouts:
-    11,250 combinations per (batch, context)), for the scaling and out-of-core sizes."""
+    devices x 15 x 3 x 10 combinations per (batch, context)), for the scaling and out-of-core
+    sizes."""
     from grids.spec import DEFAULT_SPEC
 
     spec = {k: v for k, v in DEFAULT_SPEC.items() if k != "name"}
@@ -59,14 +60,15 @@ def bench_spec(nb: int | None = None, ns: int | None = None) -> dict:
     return spec
 
 
-#: (batch values, context values) giving ~10^4 .. 10^9 points (x 11,250)
+#: (batch values, context values) giving ~10^4 .. 10^9 points (x 14,400 = 32 catalog devices x
+#: 15 models x 3 precisions x 10 layouts)
 SIZES = {
-    "1e4": (1, 1),        # 11,250
-    "1e5": (3, 3),        # 101,250
-    "1e6": (9, 10),       # 1,012,500
-    "1e7": (30, 30),      # 10,125,000
-    "1e8": (90, 99),      # 100,237,500
-    "1e9": (300, 300),    # 1,012,500,000
+    "1e4": (1, 1),        # 14,400
+    "1e5": (3, 3),        # 129,600
+    "1e6": (9, 10),       # 1,296,000
+    "1e7": (30, 30),      # 12,960,000
+    "1e8": (90, 99),      # 128,304,000
+    "1e9": (300, 300),    # 1,296,000,000
 }
 
 
@@ -138,9 +140,28 @@ def _threading_layer() -> str:
 
 
 def _grid_args(gr):
+    """``kernels.evaluate_grid`` arguments of a whole grid: every platform row (hardware x
+    engine, hardware-major) and its (platform, precision) px rows."""
     t = gr.tables
-    return (t.hw, t.md, t.peak, gr.batch, gr.context, gr.output_len, t.pr, t.ly,
-            float(gr.spec.prefill_chunk))
+    return (t.hw, t.md, t.px, gr.batch, gr.context, gr.output_len, t.pr, t.ly)
+
+
+def _kernel_shape(gr) -> tuple[int, ...]:
+    """Shape of ``evaluate_grid``'s output without the metric axis: the spec's dims with
+    hardware and engine merged into one platform axis."""
+    return (gr.shape[0] * gr.shape[1], *gr.shape[2:])
+
+
+def _metric(name: str) -> int:
+    from kernels.params import METRICS
+
+    return METRICS.index(name)
+
+
+def _n_metrics() -> int:
+    from kernels.params import METRICS
+
+    return len(METRICS)
 
 
 def _gridrun(spec):
@@ -229,7 +250,8 @@ def bench_kernel(reps: int) -> tuple[dict, dict, dict, np.ndarray, object]:
     gr = _gridrun(bench_spec())
     args = _grid_args(gr)
     n = gr.spec.n_points
-    out = np.empty((16, n), dtype=np.float32)
+    n_metrics = _n_metrics()
+    out = np.empty((n_metrics, n), dtype=np.float32)
     t0 = time.perf_counter()
     evaluate_grid(*args, out=out)  # compiles (or loads the cache) and touches every page
     first = time.perf_counter() - t0
@@ -238,20 +260,21 @@ def bench_kernel(reps: int) -> tuple[dict, dict, dict, np.ndarray, object]:
     ts = _times(lambda: evaluate_grid(*args, out=out), reps)
     cpu = (time.process_time() - c0) / reps
     kernel = {
-        "grid": "default grid x 7 output lengths (25 devices, 15 models, 11 batch, 11 context, "
-                "7 output_len, 3 precisions, 10 layouts)",
-        "shape": list(gr.shape), "points": n, "metrics": 16, "threads": threads,
+        "grid": f"default grid x 7 output lengths ({gr.shape[0]} devices x {gr.shape[1]} "
+                f"engine, 15 models, 11 batch, 11 context, 7 output_len, 3 precisions, "
+                f"10 layouts)",
+        "shape": list(gr.shape), "points": n, "metrics": n_metrics, "threads": threads,
         "reps": reps, "best_s": min(ts), "median_s": statistics.median(ts),
         "first_call_s": first,
         "points_per_s": n / min(ts), "points_per_s_median": n / statistics.median(ts),
         "points_per_cpu_s": n / cpu if cpu > 0 else None,
-        "feasible_fraction": float(np.count_nonzero(out[9] == 1.0) / n),
+        "feasible_fraction": float(np.count_nonzero(out[_metric("fits")] == 1.0) / n),
     }
-    # 3. the write bound: fill the same (16, n) float32 array
+    # 3. the write bound: fill the same (n_metrics, n) float32 array
     tf = _times(lambda: out.fill(1.0), max(reps, 5))
     fill = min(tf)
     write = {
-        "what": "ndarray.fill(1.0) of the kernel's (16, n) float32 output, pages already "
+        "what": "ndarray.fill(1.0) of the kernel's (n_metrics, n) float32 output, pages already "
                 "touched, best of reps (one thread: numpy's fill is single-threaded)",
         "points": n, "bytes": out.nbytes, "best_s": fill, "points_per_s": n / fill,
         "bytes_per_s": out.nbytes / fill,
@@ -285,25 +308,34 @@ def _subset_indices(n: int, k: int) -> np.ndarray:
 
 def bench_reference(gr, kernel_out: np.ndarray, n_grid_target: int, n_points: int,
                     kernel_rate: float) -> tuple[dict, dict]:
-    from kernels.params import HW_FIELDS, LAYOUT_FIELDS, METRICS, MODEL_FIELDS, PRECISION_FIELDS
+    from kernels.params import (
+        HW_FIELDS,
+        LAYOUT_FIELDS,
+        METRICS,
+        MODEL_FIELDS,
+        PRECISION_FIELDS,
+        PX_FIELDS,
+    )
     from tests.reference import reference_grid, reference_point
 
     t = gr.tables
+    shape = _kernel_shape(gr)  # (platform, model, batch, context, output_len, precision, layout)
+    n_m = len(METRICS)
     # (2) reference_grid on an evenly spaced Cartesian subset of the benchmark grid
-    picks = [_subset_indices(gr.shape[0], 5), _subset_indices(gr.shape[1], 4),
-             _subset_indices(gr.shape[2], 4), _subset_indices(gr.shape[3], 4),
-             _subset_indices(gr.shape[4], 2), np.arange(gr.shape[5]), np.arange(gr.shape[6])]
+    picks = [_subset_indices(shape[0], 5), _subset_indices(shape[1], 4),
+             _subset_indices(shape[2], 4), _subset_indices(shape[3], 4),
+             _subset_indices(shape[4], 2), np.arange(shape[5]), np.arange(shape[6])]
     size = int(np.prod([len(p) for p in picks]))
     while size > n_grid_target and len(picks[0]) > 1:
         picks[0] = picks[0][:-1]
         size = int(np.prod([len(p) for p in picks]))
     ih, im, ib, is_, io, ip, il = picks
-    args = (t.hw[ih], t.md[im], t.peak[np.ix_(ih, ip)], gr.batch[ib], gr.context[is_],
-            gr.output_len[io], t.pr[ip], t.ly[il], float(gr.spec.prefill_chunk))
+    args = (t.hw[ih], t.md[im], t.px[ih][:, ip], gr.batch[ib], gr.context[is_],
+            gr.output_len[io], t.pr[ip], t.ly[il])
     t0 = time.perf_counter()
     ref = reference_grid(*args)
     dt = time.perf_counter() - t0
-    sub = kernel_out.reshape(16, *gr.shape)[np.ix_(np.arange(16), ih, im, ib, is_, io, ip, il)]
+    sub = kernel_out.reshape(n_m, *shape)[np.ix_(np.arange(n_m), ih, im, ib, is_, io, ip, il)]
     with np.errstate(invalid="ignore", divide="ignore"):
         same_nan = bool(np.array_equal(np.isnan(sub), np.isnan(ref)))
         ok = np.isfinite(sub) & np.isfinite(ref)
@@ -325,7 +357,7 @@ def bench_reference(gr, kernel_out: np.ndarray, n_grid_target: int, n_points: in
     # (4) per-point Python as peer tools do: one call per configuration, built from its inputs
     rng = np.random.default_rng(2024)
     flat = rng.choice(gr.spec.n_points, size=n_points, replace=False)
-    idx = np.unravel_index(flat, gr.shape)
+    idx = np.unravel_index(flat, shape)
     hw_rows, md_rows = t.hw, t.md
     t0 = time.perf_counter()
     for h, m, b, s, o, p, li in zip(*idx):
@@ -333,9 +365,9 @@ def bench_reference(gr, kernel_out: np.ndarray, n_grid_target: int, n_points: in
         mdd = dict(zip(MODEL_FIELDS, md_rows[m].tolist()))
         prd = dict(zip(PRECISION_FIELDS, t.pr[p].tolist()))
         lyd = dict(zip(LAYOUT_FIELDS, t.ly[li].tolist()))
-        reference_point(hwd, mdd, float(t.peak[h, p]), float(gr.batch[b]),
-                        float(gr.context[s]), float(gr.output_len[o]), prd, lyd,
-                        float(gr.spec.prefill_chunk))
+        pxd = dict(zip(PX_FIELDS, t.px[h, p].tolist()))
+        reference_point(hwd, mdd, pxd, float(gr.batch[b]), float(gr.context[s]),
+                        float(gr.output_len[o]), prd, lyd)
     dt = time.perf_counter() - t0
     rate = n_points / dt
     point_res = {
@@ -396,7 +428,7 @@ def bench_scaling(sizes: list[str], reps: int) -> list[dict]:
         gr = _gridrun(bench_spec(*SIZES[key]))
         args = _grid_args(gr)
         n = gr.spec.n_points
-        out = np.empty((16, n), dtype=np.float32)
+        out = np.empty((_n_metrics(), n), dtype=np.float32)
         evaluate_grid(*args, out=out)  # warm, pages touched
         k = reps if n <= 2 * 10**7 else 2
         if n <= 2 * 10**5:
@@ -536,7 +568,7 @@ def table_rows(res: dict) -> list[tuple[str, str, str, str]]:
         return "yes" if t["met"] else "**no**"
 
     k = f["kernel"]
-    rows = [(f"kernel throughput, {k['points']:,}-point benchmark grid, all 16 metrics, warm "
+    rows = [(f"kernel throughput, {k['points']:,}-point benchmark grid, all {k['metrics']} metrics, warm "
              f"({k['threads']} threads)", f"{_si(k['points_per_s'])}points/s", "", "")]
     if "reference_grid" in f:
         r = f["reference_grid"]
@@ -545,7 +577,7 @@ def table_rows(res: dict) -> list[tuple[str, str, str, str]]:
         rows.append(("kernel / reference", f"{r['kernel_speedup']:,.0f}x", ">= 10x",
                      met("kernel_vs_numpy_reference")))
     w = f["write_bound"]
-    rows.append(("write bound: `fill` of the same (16, n) float32 array",
+    rows.append((f"write bound: `fill` of the same ({k['metrics']}, n) float32 array",
                  f"{_si(w['points_per_s'])}points/s ({w['bytes_per_s'] / 1e9:.1f} GB/s)", "", ""))
     rows.append(("kernel / write bound", f"{100 * w['kernel_fraction']:.1f}%", ">= 25%",
                  met("write_bound_fraction")))
