@@ -568,12 +568,15 @@ def stage_point(st, pt, hw, md, px, pr, ly, batch, context, output_len, inflight
     t_dec = st.rounds * t_stage + d.t_hops + hw[H_OVI]
     tpot = t_dec
     busy_dec = max(t_comp, t_mem) * st.mb  # device busy time per generated token
+    flops_tok = flops_dec  # FLOPs and peak-bandwidth time per generated token (mfu, mbu)
+    tpk_tok = tpk
     if hw[H_SPK] > 0.0:  # speculative decoding: a round verifies k_s + 1 tokens
         s = st.dec_spec
-        _, ts_q, td_q, th_q, _, _ = place_end(
+        _, ts_q, td_q, th_q, tpk_q, _ = place_end(
             hw, s.place, kv_dev, pt.act_dev, kv_read, s.act_read, st.host_bytes, s.host_traffic,
             ly[L_SPILL] > 0.5, px[X_GKV])
-        t_comp_q = (s.flops_w + attn1 * s.q) / (peak * px[X_EDEC])
+        flops_q = s.flops_w + attn1 * s.q
+        t_comp_q = flops_q / (peak * px[X_EDEC])
         t_dec_q = (st.rounds * stage_time(t_comp_q, ts_q + td_q + th_q, s.t_comm, ov, st.t_ovh)
                    + s.t_hops + hw[H_OVI])
         alpha = hw[H_SPA]
@@ -585,6 +588,8 @@ def stage_point(st, pt, hw, md, px, pr, ly, batch, context, output_len, inflight
         busy_dec = (max(t_comp_q, ts_q + td_q + th_q)
                     + hw[H_SPK] * hw[H_SPC] * max(t_comp, t_mem)) * st.mb / tau
         tpot = round_time / tau
+        flops_tok = (flops_q + hw[H_SPK] * hw[H_SPC] * flops_dec) / tau
+        tpk_tok = (tpk_q + hw[H_SPK] * hw[H_SPC] * tpk) / tau
 
     # ---- prefill (TTFT): section 8
     _, tsp, tdp_, thp, tpk_pre, _ = place_end(
@@ -654,8 +659,8 @@ def stage_point(st, pt, hw, md, px, pr, ly, batch, context, output_len, inflight
     out[O_WHY, j] = 0.0
     out[O_BOUND, j] = bound
     out[O_AI, j] = flops_dec / traffic
-    out[O_MFU, j] = st.mb * flops_dec / (peak * tpot)
-    out[O_MBU, j] = st.mb * tpk / tpot
+    out[O_MFU, j] = st.mb * flops_tok / (peak * tpot)
+    out[O_MBU, j] = st.mb * tpk_tok / tpot
     out[O_COV, j] = cov
     out[O_MIND, j] = min_dev
 

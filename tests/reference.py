@@ -467,23 +467,25 @@ def busy(ph: dict, m: float) -> float:
     return max(ph["t_comp"], ph["t_mem"]) * m
 
 
-def speculative(hw: dict, step, m: float) -> tuple[float, dict, float]:
+def speculative(hw: dict, step, m: float) -> tuple[float, dict, float, dict]:
     """Section 7, speculative decoding: ``TPOT = (t_dec(k_s+1) + k_s c_d t_dec(1)) / tau``,
     ``tau = (1 - alpha^(k_s+1)) / (1 - alpha)`` (``k_s + 1`` at ``alpha = 1``); without it
     ``TPOT = t_dec(1)``. ``step(tokens)`` evaluates ``t_dec``. Returns TPOT, the decode step
-    ``t_dec(1)`` (which sets the diagnostics of section 10) and the busy time per generated token
-    of section 9 (the round's busy time over ``tau``)."""
+    ``t_dec(1)`` (which sets the diagnostics of section 10), the busy time per generated token
+    of section 9 (the round's busy time over ``tau``) and the FLOPs and peak-bandwidth time per
+    generated token, weighted like the busy time (section 10's ``mfu`` and ``mbu``)."""
     k_s = hw["spec_tokens"]
     if k_s == 0:
         one = step(1.0)
-        return one["time"], one, busy(one, m)
+        return one["time"], one, busy(one, m), {"flops": one["flops"], "t_peak": one["t_peak"]}
     alpha = hw["spec_acceptance"]
     # the geometric sum 1 + alpha + ... + alpha^k_s, which the page writes in closed form
     tau = sum(alpha ** i for i in range(int(k_s) + 1))
     verify, one = step(k_s + 1), step(1.0)
     c_d = hw["spec_draft_cost"]
     tpot = (verify["time"] + k_s * c_d * one["time"]) / tau
-    return tpot, one, (busy(verify, m) + k_s * c_d * busy(one, m)) / tau
+    per_token = {k: (verify[k] + k_s * c_d * one[k]) / tau for k in ("flops", "t_peak")}
+    return tpot, one, (busy(verify, m) + k_s * c_d * busy(one, m)) / tau, per_token
 
 
 # --------------------------------------------------------------------------------------- section 8
@@ -606,7 +608,7 @@ def reference_point(hw: dict, md: dict, px: dict, batch, context, output_len, pr
 
     # sections 7 and 8
     m, pp, dp = sz["m"], ly["pp"], ly["dp"]
-    tpot, dec, busy_dec = speculative(
+    tpot, dec, busy_dec, per_token = speculative(
         hw, lambda tokens: decode_step(hw, md, pr, px, ly, sz, placement, context, output_len,
                                        tokens), m)
     pre = prefill(hw, md, pr, px, ly, sz, placement, context)
@@ -638,7 +640,7 @@ def reference_point(hw: dict, md: dict, px: dict, batch, context, output_len, pr
         cost_per_mtok=1e6 * rate / throughput, tokens_per_dollar=throughput / rate,
         fits=1.0, infeasible_reason=0.0, bound=float(b),
         arithmetic_intensity=dec["flops"] / dec["traffic"],
-        mfu=m * dec["flops"] / (px["peak"] * tpot), mbu=m * dec["t_peak"] / tpot,
+        mfu=m * per_token["flops"] / (px["peak"] * tpot), mbu=m * per_token["t_peak"] / tpot,
         latency_cov=cov,
     )
     if diagnostics:
