@@ -18,6 +18,7 @@ from grids.layouts import parse_layout
 from kernels.params import METRICS
 from sweep import validate as V
 from sweep.cli import main
+from sweep.cli.validate import POOLED
 from sweep.execute.points import (
     HW_MAX_BATCH,
     LARGEST_BATCH,
@@ -297,7 +298,8 @@ def test_calibrate_subset_writes_loadable_overlay(tmp_path, capsys):
             assert all(lo <= x <= hi for x in vals), (engine, name, v)
     assert prov["data_sha256"] == V.file_sha256(data)
     assert "sweep calibrate" in prov["command"] and prov["date"]
-    assert set(prov["leave_one_publisher_out"]) == {"AMD", "NVIDIA"}
+    # each held-out publisher, and the pooled row over all of them
+    assert set(prov["leave_one_publisher_out"]) == {"AMD", "NVIDIA", POOLED}
     assert set(prov["unit"]) == {"trtllm.defaults", "vllm.defaults"}
     # the shipped overlay is untouched by -o
     assert (shipped.read_bytes() if shipped.exists() else None) == before
