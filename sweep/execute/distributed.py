@@ -33,7 +33,7 @@ import numpy as np
 from grids.errors import SpecError
 from sweep.execute.progress import Progress
 
-#: one kernel call at a time per worker process (numba's thread pool is shared by the process;
+#: one kernel call at a time per worker process (its kernel threads are shared by the process;
 #: other task threads of the same worker keep writing while one computes)
 _KERNEL_LOCK = threading.Lock()
 #: on failure, how long to wait for Zarr tasks still running to finish before deleting [s]
@@ -63,12 +63,12 @@ def _worker_threads(procs_by_host: dict[str, int] | None) -> int | None:
 
 
 def _evaluate(gr, chunk, procs_by_host):
-    import numba
+    import kernels
 
     n = _worker_threads(procs_by_host)
     with _KERNEL_LOCK:
         if n is not None:
-            numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+            kernels.set_num_threads(n)
         return gr.evaluate(chunk)
 
 

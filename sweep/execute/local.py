@@ -17,7 +17,7 @@ from grids.errors import SpecError
 from grids.spec import GridSpec, load_spec
 from grids.units import format_quantity
 from kernels.params import METRICS
-from sweep.execute.grid import GridRun, RunStats
+from sweep.execute.grid import GridRun, RunStats, count_feasible
 from sweep.execute.plan import (
     BYTES_PER_POINT,
     DEFAULT_MAX_MEMORY,
@@ -30,8 +30,6 @@ from sweep.execute.signals import checkpoint, guarded
 from sweep.results.assemble import build_dataset, result_dims, template
 from sweep.results.files import ResultWriter, open_result
 from sweep.results.target import check_output
-
-FITS = METRICS.index("fits")
 
 
 def run(spec: Any = None, *, max_memory: str | int | None = DEFAULT_MAX_MEMORY,
@@ -94,34 +92,79 @@ def _run(grid: GridSpec, budget: int, progress: bool, output, format, scheduler,
             f"max_memory={format_quantity(budget, 'bytes')}: pass output=<file> (CLI: -o) to "
             f"stream it to disk, or raise max_memory")
     chunks = plan_chunks(grid.shape, budget // (2 * BYTES_PER_POINT))
+    if output is None:
+        return _run_in_memory(gr, chunks, progress)
+    return _run_to_file(gr, chunks, progress, output, format, budget, overwrite)
+
+
+def _run_in_memory(gr: GridRun, chunks: list, progress: bool) -> tuple[xr.Dataset, RunStats]:
+    """Every chunk is evaluated straight into its place in the result array (no copy, no second
+    buffer); the Dataset's float variables are views of that array."""
+    grid = gr.spec
+    total = grid.n_points
     bar = Progress(total, enabled=progress)
     t0 = time.perf_counter()
-    if output is None:
-        full = np.empty((len(METRICS), *grid.shape), dtype=np.float32)
-        for c in chunks:
-            full[(slice(None), *c.slices)] = gr.evaluate(c)
-            checkpoint()
-            bar.update(c.size(grid.shape))
+    full = np.empty((len(METRICS), total), dtype=np.float32)
+
+    def into_full(c):
+        if not gr.is_contiguous(c):  # plan_chunks cuts contiguous runs of the storage order
+            raise RuntimeError(f"chunk {c} is not a contiguous part of the grid")
+        return full, gr.flat_offset(c)
+
+    feasible = 0
+    try:
+        with gr.writing_into(into_full):
+            for c in chunks:
+                out = gr.evaluate(c)
+                checkpoint()
+                feasible += count_feasible(out)
+                bar.update(c.size(grid.shape))
+    finally:
         bar.close()
-        ds = build_dataset(grid, full)
-        feasible = int(np.count_nonzero(full[FITS] == 1.0))
-        return ds, RunStats(total, time.perf_counter() - t0, len(chunks), feasible=feasible)
+    kernel_s = time.perf_counter() - t0
+    ds = build_dataset(grid, full.reshape(len(METRICS), *grid.shape))
+    seconds = time.perf_counter() - t0
+    return ds, RunStats(total, seconds, len(chunks), feasible=feasible,
+                        phases={"kernel": kernel_s, "assemble": seconds - kernel_s})
+
+
+def _run_to_file(gr: GridRun, chunks: list, progress: bool, output, format, budget: int,
+                 overwrite: bool) -> tuple[xr.Dataset, RunStats]:
+    """Chunks are evaluated into two reused buffers and written by a writer thread
+    (:class:`sweep.execute.stream.ChunkStream`) while the next chunk is computed."""
+    from sweep.execute.stream import ChunkStream
+
+    grid = gr.spec
+    total = grid.n_points
+    bar = Progress(total, enabled=progress)
+    t0 = time.perf_counter()
     writer = ResultWriter(output, template(grid), result_dims(grid), format,
                           write_shape=gr.write_shape(chunks[0]), cache_bytes=cache_bytes(budget),
                           overwrite=overwrite, before_publish=checkpoint)
-    feasible = 0
+    stream = None
+    kernel_s = 0.0
     try:
-        for c in chunks:
-            out = gr.evaluate(c)
-            checkpoint()
-            feasible += int(np.count_nonzero(out[FITS] == 1.0))
-            writer.write(gr.region(c), gr.chunk_arrays(c, out))
-            bar.update(c.size(grid.shape))
+        stream = ChunkStream(writer, gr, max(c.size(grid.shape) for c in chunks))
+        with gr.writing_into(stream.dest):
+            for c in chunks:
+                t1 = time.perf_counter()
+                out = gr.evaluate(c)
+                kernel_s += time.perf_counter() - t1
+                checkpoint()
+                stream.submit(c, out)
+                del out
+                bar.update(c.size(grid.shape))
+        stream.finish()
         writer.close()
     except BaseException:
+        if stream is not None:
+            stream.abort()
         writer.abort()
         raise
     finally:
         bar.close()
-    stats = RunStats(total, time.perf_counter() - t0, len(chunks), Path(output), feasible)
+    seconds = time.perf_counter() - t0
+    phases = {"kernel": kernel_s - stream.buffer_wait, "buffer_wait": stream.buffer_wait,
+              "final_write_wait": stream.finish_wait, "writer_busy": stream.write_seconds}
+    stats = RunStats(total, seconds, len(chunks), Path(output), stream.feasible, phases)
     return open_result(output), stats

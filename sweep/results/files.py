@@ -56,6 +56,7 @@ class ResultWriter:
                               before_publish=before_publish)
         self.closed = False
         self._nc = None
+        self._zarr_arrays = None  # the open store's arrays, kept between writes
         try:
             with diagnose_write(self.atomic.tmp.parent):
                 if self.fmt == "netcdf":
@@ -117,16 +118,19 @@ class ResultWriter:
                 for name, arr in arrays.items():
                     self._nc.variables[name][region] = arr
             else:
-                import zarr
+                if self._zarr_arrays is None:
+                    import zarr
 
-                group = zarr.open_group(str(self.atomic.tmp), mode="r+", zarr_format=2)
+                    group = zarr.open_group(str(self.atomic.tmp), mode="r+", zarr_format=2)
+                    self._zarr_arrays = {name: group[name] for name in VARIABLES}
                 for name, arr in arrays.items():
-                    group[name][region] = arr
+                    self._zarr_arrays[name][region] = arr
 
     def close(self) -> None:
         """Finish and publish the file under the target name."""
         if self.closed:
             return
+        self._zarr_arrays = None
         with diagnose_write(self.atomic.tmp.parent):
             if self._nc is not None:
                 self._nc.close()
@@ -136,6 +140,7 @@ class ResultWriter:
 
     def abort(self) -> None:
         """Remove the partial file; the target is left as it was."""
+        self._zarr_arrays = None
         if self._nc is not None:
             with contextlib.suppress(Exception):
                 self._nc.close()
