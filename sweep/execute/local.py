@@ -18,6 +18,7 @@ from grids.spec import GridSpec, load_spec
 from grids.units import format_quantity
 from kernels.params import METRICS
 from sweep.execute.grid import GridRun, RunStats, count_feasible
+from sweep.execute.memory import populated_empty
 from sweep.execute.plan import (
     BYTES_PER_POINT,
     DEFAULT_MAX_MEMORY,
@@ -28,13 +29,14 @@ from sweep.execute.plan import (
 from sweep.execute.progress import Progress
 from sweep.execute.signals import checkpoint, guarded
 from sweep.results.assemble import build_dataset, result_dims, template
-from sweep.results.files import ResultWriter, open_result
+from sweep.results.files import COMPRESSIONS, ResultWriter, open_result
 from sweep.results.target import check_output
 
 
 def run(spec: Any = None, *, max_memory: str | int | None = DEFAULT_MAX_MEMORY,
         progress: bool = True, output: str | Path | None = None, format: str | None = None,
-        scheduler: str | None = None, overwrite: bool = False) -> xr.Dataset:
+        scheduler: str | None = None, overwrite: bool = False,
+        compression: str | None = None) -> xr.Dataset:
     """Evaluate a grid spec and return the result as an :class:`xarray.Dataset`.
 
     Parameters
@@ -56,35 +58,43 @@ def run(spec: Any = None, *, max_memory: str | int | None = DEFAULT_MAX_MEMORY,
     overwrite : bool
         Replace ``output`` even if it is not a result written by this tool (by default only a
         previous result is replaced; anything else is refused before any work is done).
+    compression : {'zlib', 'zstd', 'lz4', 'none'}, optional
+        Lossless compression of ``output`` (default: zlib for netCDF, which every netCDF-4 reader
+        can open; zstd for Zarr). See docs/performance.md ("Files") for what each costs.
 
     SIGINT and SIGTERM stop the run (:class:`sweep.execute.signals.Interrupted`) and leave the previous
     ``output`` as it was.
     """
     ds, _ = run_with_stats(spec, max_memory=max_memory, progress=progress, output=output,
-                           format=format, scheduler=scheduler, overwrite=overwrite)
+                           format=format, scheduler=scheduler, overwrite=overwrite,
+                           compression=compression)
     return ds
 
 
 def run_with_stats(spec: Any = None, *, max_memory=DEFAULT_MAX_MEMORY, progress: bool = True,
-                   output=None, format=None, scheduler=None, overwrite: bool = False
-                   ) -> tuple[xr.Dataset, RunStats]:
+                   output=None, format=None, scheduler=None, overwrite: bool = False,
+                   compression: str | None = None) -> tuple[xr.Dataset, RunStats]:
     if output is not None:  # every check of the target before any computation
         output, format = check_output(output, format, overwrite=overwrite)
+        if compression is not None and compression not in COMPRESSIONS:
+            raise SpecError(f"unknown compression {compression!r}: use one of "
+                            f"{', '.join(COMPRESSIONS)}")
     grid = load_spec(spec)
     budget = parse_memory(max_memory)
     with guarded():
-        return _run(grid, budget, progress, output, format, scheduler, overwrite)
+        return _run(grid, budget, progress, output, format, scheduler, overwrite, compression)
 
 
-def _run(grid: GridSpec, budget: int, progress: bool, output, format, scheduler, overwrite
-         ) -> tuple[xr.Dataset, RunStats]:
+def _run(grid: GridSpec, budget: int, progress: bool, output, format, scheduler, overwrite,
+         compression=None) -> tuple[xr.Dataset, RunStats]:
     gr = GridRun(grid)
     total = grid.n_points
     if scheduler is not None:
         from sweep.execute.distributed import run_distributed
 
         return run_distributed(gr, scheduler, output=output, fmt=format, budget=budget,
-                               progress=progress, overwrite=overwrite)
+                               progress=progress, overwrite=overwrite,
+                               compression=compression)
     if output is None and total * BYTES_PER_POINT > budget:
         raise SpecError(
             f"the grid has {total:,} points needing "
@@ -94,7 +104,7 @@ def _run(grid: GridSpec, budget: int, progress: bool, output, format, scheduler,
     chunks = plan_chunks(grid.shape, budget // (2 * BYTES_PER_POINT))
     if output is None:
         return _run_in_memory(gr, chunks, progress)
-    return _run_to_file(gr, chunks, progress, output, format, budget, overwrite)
+    return _run_to_file(gr, chunks, progress, output, format, budget, overwrite, compression)
 
 
 def _run_in_memory(gr: GridRun, chunks: list, progress: bool) -> tuple[xr.Dataset, RunStats]:
@@ -104,7 +114,7 @@ def _run_in_memory(gr: GridRun, chunks: list, progress: bool) -> tuple[xr.Datase
     total = grid.n_points
     bar = Progress(total, enabled=progress)
     t0 = time.perf_counter()
-    full = np.empty((len(METRICS), total), dtype=np.float32)
+    full = populated_empty((len(METRICS), total), np.float32)
 
     def into_full(c):
         if not gr.is_contiguous(c):  # plan_chunks cuts contiguous runs of the storage order
@@ -129,7 +139,8 @@ def _run_in_memory(gr: GridRun, chunks: list, progress: bool) -> tuple[xr.Datase
 
 
 def _run_to_file(gr: GridRun, chunks: list, progress: bool, output, format, budget: int,
-                 overwrite: bool) -> tuple[xr.Dataset, RunStats]:
+                 overwrite: bool, compression: str | None = None
+                 ) -> tuple[xr.Dataset, RunStats]:
     """Chunks are evaluated into two reused buffers and written by a writer thread
     (:class:`sweep.execute.stream.ChunkStream`) while the next chunk is computed."""
     from sweep.execute.stream import ChunkStream
@@ -140,11 +151,13 @@ def _run_to_file(gr: GridRun, chunks: list, progress: bool, output, format, budg
     t0 = time.perf_counter()
     writer = ResultWriter(output, template(grid), result_dims(grid), format,
                           write_shape=gr.write_shape(chunks[0]), cache_bytes=cache_bytes(budget),
-                          overwrite=overwrite, before_publish=checkpoint)
+                          overwrite=overwrite, before_publish=checkpoint,
+                          compression=compression)
     stream = None
     kernel_s = 0.0
     try:
-        stream = ChunkStream(writer, gr, max(c.size(grid.shape) for c in chunks))
+        stream = ChunkStream(writer, gr, max(c.size(grid.shape) for c in chunks),
+                             n_buffers=min(2, len(chunks)))
         with gr.writing_into(stream.dest):
             for c in chunks:
                 t1 = time.perf_counter()

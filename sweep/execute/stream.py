@@ -22,6 +22,7 @@ import numpy as np
 
 from kernels.params import METRICS
 from sweep.execute.grid import GridRun, count_feasible
+from sweep.execute.memory import populated_empty
 from sweep.execute.plan import Chunk
 
 
@@ -35,7 +36,8 @@ class ChunkStream:
         self.gr = gr
         self._free: queue.Queue = queue.Queue()
         for _ in range(max(1, n_buffers)):
-            self._free.put(np.empty((len(METRICS), max(1, int(buffer_points))), dtype=np.float32))
+            self._free.put(populated_empty((len(METRICS), max(1, int(buffer_points))),
+                                           np.float32))
         self._todo: queue.Queue = queue.Queue()
         self._lent: np.ndarray | None = None
         self._stop = threading.Event()
