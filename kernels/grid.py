@@ -4,13 +4,38 @@ Both call the stages of :mod:`kernels.roofline`, so the physics is written once.
 packed per-axis tables of :mod:`kernels.params`: ``hw`` the platform rows (hardware x engine),
 ``px`` the (platform, precision, field) table, ``md``, ``pr``, ``ly``; outputs are float32 arrays
 with the metrics on the first axis (``params.METRICS`` order).
+
+How the work is compiled (docs/performance.md, "JIT start"):
+
+* The stages are inlined (numba IR) into two serial functions that both entry points share:
+  :func:`_static` (everything that depends on neither prompt nor output length) and
+  :func:`_sweep` (the prefill and per-point parts over a range of prompt and output lengths).
+  Each stage is therefore compiled once per process and cached once, whichever entry point runs
+  first; the grid and the point list only add their own small loops.
+* Each entry point has exactly one signature (:data:`GRID_SIG`, :data:`POINTS_SIG`): inputs are
+  converted to it before the call and further compilation is disabled, so no second variant is
+  ever built (a wrong type is a ``TypeError``, not a silent recompilation).
+* The entry points are serial and release the GIL (``nogil``); :func:`_run_ranges` runs them on
+  ``num_threads()`` Python threads over ranges of the outer loop. This replaces numba's
+  ``prange``: no parallel-loop lowering to compile, no threading layer to start, and the caller
+  can compute while another thread writes.
+* Python's cyclic garbage collector is paused while numba compiles (:func:`_compiling`): the
+  inliner deep-copies the intermediate representation of each inlined stage, and collections
+  that scan those millions of short-lived objects made compilation several times slower.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import os
+import sys
+import threading
+import time
+
 import numpy as np
 
-from kernels.accelerate import fixed_tuple, parallel_jit, prange, serial_jit
+from kernels.accelerate import fixed_tuple, serial_jit
 from kernels.params import (
     HW_FIELDS,
     LAYOUT_FIELDS,
@@ -20,7 +45,6 @@ from kernels.params import (
     PX_FIELDS,
 )
 from kernels.roofline import (
-    evaluate_point,
     stage_point,
     stage_prompt,
     stage_static,
@@ -32,7 +56,36 @@ N_METRICS = len(METRICS)
 N_HW, N_MD, N_PR, N_LY = len(HW_FIELDS), len(MODEL_FIELDS), len(PRECISION_FIELDS), len(LAYOUT_FIELDS)
 N_PX = len(PX_FIELDS)
 
+#: CPU seconds a cold compile of one entry point takes on the reference machine (2-core AMD EPYC
+#: VM, numba 0.68); only used for the one-line notice
+COMPILE_ESTIMATE_S = 20
 
+
+# ------------------------------------------------------------------------------ shared pieces
+@serial_jit
+def _static(hw_t, md_t, px_t, bt, pr_t, ly_t):
+    """The context-free part of one compatible (platform, model, batch, precision, layout)."""
+    return stage_static(hw_t, md_t, px_t, bt, pr_t, ly_t)
+
+
+@serial_jit
+def _sweep(st, hw_t, md_t, px_t, pr_t, ly_t, bt, context, s0, s1, output_len, o0, o1, inflight,
+           out, j0, step):
+    """Points (context[s], output_len[o]) for s in [s0, s1), o in [o0, o1) of one compatible
+    (platform, model, batch, precision, layout) whose static part is ``st``; the point (s, o) is
+    stored at ``out[:, j0 + ((s - s0) * (o1 - o0) + o - o0) * step]``. The prefill part is
+    computed once per context."""
+    n_o = o1 - o0
+    for s in range(s0, s1):
+        cs = context[s]
+        pt = stage_prompt(st, hw_t, md_t, px_t, pr_t, ly_t, bt, cs)
+        js = j0 + (s - s0) * n_o * step
+        for o in range(o0, o1):
+            stage_point(st, pt, hw_t, md_t, px_t, pr_t, ly_t, bt, cs, output_len[o], inflight,
+                        out, js + (o - o0) * step)
+
+
+# ------------------------------------------------------------------------------ grid
 @serial_jit
 def _grid_block(hw_h, md_m, px_h, bt, context, output_len, pr, ly, out, base):
     """One (platform, model, batch) block of the grid: ``out[:, base:base + S*O*P*L]``.
@@ -47,6 +100,9 @@ def _grid_block(hw_h, md_m, px_h, bt, context, output_len, pr, ly, out, base):
     n_p = pr.shape[0]
     n_l = ly.shape[0]
     n_pl = n_p * n_l
+    # run-time typed (not literal) arguments, so that _sweep has one signature for both paths
+    inflight = n_s < 0  # False
+    zero = np.int64(0)
     # table rows as tuples: the physics reads them with constant indices, and values held in
     # registers need no reload after every store to ``out`` (which row views might alias)
     hw_t = fixed_tuple(hw_h, N_HW)
@@ -62,73 +118,282 @@ def _grid_block(hw_h, md_m, px_h, bt, context, output_len, pr, ly, out, base):
                 for so in range(n_s * n_o):
                     store_infeasible(out, j0 + so * n_pl, code)
                 continue
-            st = stage_static(hw_t, md_t, px_t, bt, pr_t, ly_t)
-            for s in range(n_s):
-                cs = context[s]
-                pt = stage_prompt(st, hw_t, md_t, px_t, pr_t, ly_t, bt, cs)
-                js = j0 + s * n_o * n_pl
-                for o in range(n_o):
-                    stage_point(st, pt, hw_t, md_t, px_t, pr_t, ly_t, bt, cs, output_len[o],
-                                False, out, js + o * n_pl)
+            st = _static(hw_t, md_t, px_t, bt, pr_t, ly_t)
+            _sweep(st, hw_t, md_t, px_t, pr_t, ly_t, bt, context, zero, n_s, output_len, zero,
+                   n_o, inflight, out, j0, n_pl)
 
 
-# The parallel loops below only call the serial block functions (ordinary calls, not numba-IR
-# inlining), so numba's parfor analysis never walks the inlined physics: that keeps compilation
-# short and avoids parfor array-analysis failures on the large inlined body.
-
-
-@parallel_jit
-def _grid_kernel(hw, md, px, batch, context, output_len, pr, ly, out):
+@serial_jit
+def _grid_range(hw, md, px, batch, context, output_len, pr, ly, out, offset, start, stop):
+    """Outer blocks (platform, model, batch) ``start <= outer < stop`` of the grid, in storage
+    order; the grid's first point is stored at ``out[:, offset]``."""
     n_m = md.shape[0]
     n_b = batch.shape[0]
     inner = context.shape[0] * output_len.shape[0] * pr.shape[0] * ly.shape[0]
-    n_outer = hw.shape[0] * n_m * n_b
-    # parallel over (platform, model, batch), the outer dims in storage order
-    for outer in prange(n_outer):
+    for outer in range(start, stop):
         b = outer % n_b
         hm = outer // n_b
         m = hm % n_m
         h = hm // n_m
         _grid_block(hw[h], md[m], px[h], batch[b], context, output_len, pr, ly, out,
-                    outer * inner)
+                    offset + outer * inner)
 
 
+# ------------------------------------------------------------------------------ point list
 @serial_jit
-def _point_row(hw, md, px, pr, ly, hi, mi, pi, li, batch, context, output_len, inflight, out, r):
-    evaluate_point(hw[hi[r]], md[mi[r]], px[hi[r], pi[r]], batch[r], context[r], output_len[r],
-                   pr[pi[r]], ly[li[r]], inflight[r] > 0.5, out, r)
+def _points_range(hw, md, px, pr, ly, hi, mi, pi, li, batch, context, output_len, inflight,
+                  out, start, stop):
+    """Points ``start <= r < stop`` of a point list (row indices into the tables), stored at
+    ``out[:, r]``; the same stages, chained per point, as :func:`kernels.roofline.evaluate_point`."""
+    one = np.int64(1)
+    for r in range(start, stop):
+        h = hi[r]
+        hw_t = fixed_tuple(hw[h], N_HW)
+        md_t = fixed_tuple(md[mi[r]], N_MD)
+        px_t = fixed_tuple(px[h, pi[r]], N_PX)
+        pr_t = fixed_tuple(pr[pi[r]], N_PR)
+        ly_t = fixed_tuple(ly[li[r]], N_LY)
+        bt = batch[r]
+        code = static_reason(hw_t, md_t, px_t, ly_t, bt)
+        if code != 0:
+            store_infeasible(out, r, code)
+            continue
+        st = _static(hw_t, md_t, px_t, bt, pr_t, ly_t)
+        _sweep(st, hw_t, md_t, px_t, pr_t, ly_t, bt, context, r, r + one, output_len, r, r + one,
+               inflight[r] > 0.5, out, r, one)
 
 
-@parallel_jit
-def _points_kernel(hw, md, px, pr, ly, hi, mi, pi, li, batch, context, output_len, inflight, out):
-    for r in prange(hi.shape[0]):
-        _point_row(hw, md, px, pr, ly, hi, mi, pi, li, batch, context, output_len, inflight, out,
-                   np.int64(r))
+# ------------------------------------------------------------------------------ compilation
+def _signatures():
+    from numba import types
+
+    f1, f2, f3 = (types.Array(types.float64, n, "C") for n in (1, 2, 3))
+    i1 = types.Array(types.int64, 1, "C")
+    o2 = types.Array(types.float32, 2, "C")
+    i = types.int64
+    grid = (f2, f2, f3, f1, f1, f1, f2, f2, o2, i, i, i)
+    points = (f2, f2, f3, f2, f2, i1, i1, i1, i1, f1, f1, f1, f1, o2, i, i)
+    return grid, points
 
 
+def jit_enabled() -> bool:
+    import numba
+
+    return not numba.config.DISABLE_JIT
+
+
+def cache_dir() -> str | None:
+    """Where numba caches the compiled kernels (None: numba's own default locations)."""
+    import numba
+
+    return numba.config.CACHE_DIR or None
+
+
+class _Notice:
+    """One line on stderr when the expensive shared pieces really compile (not on a cache load,
+    and not for an entry point whose shared pieces are already compiled)."""
+
+    def __init__(self) -> None:
+        self.shown = False
+
+    def on_start(self, event) -> None:
+        disp = event.data.get("dispatcher") if isinstance(event.data, dict) else None
+        if self.shown or disp not in (_static, _sweep):
+            return
+        self.shown = True
+        where = cache_dir() or "numba's default cache"
+        sys.stderr.write(f"accel-sweep: compiling the kernels once (~{COMPILE_ESTIMATE_S} s); "
+                         f"cached in {where}\n")
+        sys.stderr.flush()
+
+
+@contextlib.contextmanager
+def _compiling():
+    """Context of a first call: the cyclic GC paused, a notice if numba really compiles."""
+    from numba.core import event
+
+    class Listener(event.Listener):
+        def __init__(self) -> None:
+            self.notice = _Notice()
+
+        def on_start(self, ev) -> None:
+            self.notice.on_start(ev)
+
+        def on_end(self, ev) -> None:
+            pass
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with event.install_listener("numba:compile", Listener()):
+            yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+_ready: dict[str, bool] = {}
+_ready_lock = threading.Lock()
+
+
+def _entry(name: str):
+    """The compiled entry point ``name`` ('grid' or 'points'): compiled (or loaded from the cache)
+    once for its one signature, then closed to further compilation."""
+    disp = _grid_range if name == "grid" else _points_range
+    if _ready.get(name) or not jit_enabled():
+        return disp
+    with _ready_lock:
+        if not _ready.get(name):
+            sig = _signatures()[0 if name == "grid" else 1]
+            with _compiling():
+                disp.compile(sig)
+            disp.disable_compile()
+            _ready[name] = True
+    return disp
+
+
+def compile_kernels() -> dict[str, float]:
+    """Compile (or load from the cache) every entry point now; returns seconds per entry point.
+    ``python -m kernels`` calls this, e.g. after installing, so that the first run is fast."""
+    times = {}
+    for name in ("grid", "points"):
+        t0 = time.perf_counter()
+        _entry(name)
+        times[name] = time.perf_counter() - t0
+    return times
+
+
+# ------------------------------------------------------------------------------ threads
+_threads: int | None = None
+
+
+def _default_threads() -> int:
+    env = os.environ.get("NUMBA_NUM_THREADS")
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            pass
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def num_threads() -> int:
+    """Threads the kernels run on (default: the CPUs this process may use, or
+    ``NUMBA_NUM_THREADS``)."""
+    return _threads if _threads is not None else _default_threads()
+
+
+def set_num_threads(n: int | None) -> None:
+    """Run the kernels on ``n`` threads (None: back to the default)."""
+    global _threads
+    if n is not None and int(n) < 1:
+        raise ValueError(f"threads must be >= 1, got {n}")
+    _threads = None if n is None else int(n)
+
+
+#: below this many points a call runs on the calling thread only
+SERIAL_POINTS = 20_000
+#: ranges per thread (dynamic scheduling evens out cheap infeasible and costly feasible blocks)
+RANGES_PER_THREAD = 8
+
+
+def _run_ranges(fn, args: tuple, n: int, points: int, threads: int | None) -> None:
+    """``fn(*args, lo, hi)`` over ``[0, n)`` cut into ranges, on ``threads`` threads.
+
+    The calling thread waits (interruptibly); on any exception, or an interrupt, no further
+    range is started, the ranges already running finish, and the exception is raised."""
+    k = num_threads() if threads is None else max(1, int(threads))
+    k = min(k, n)
+    if k <= 1 or points < SERIAL_POINTS:
+        fn(*args, 0, n)
+        return
+    size = max(1, -(-n // (k * RANGES_PER_THREAD)))
+    ranges = iter([(lo, min(n, lo + size)) for lo in range(0, n, size)])
+    lock = threading.Lock()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        while not stop.is_set():
+            with lock:
+                r = next(ranges, None)
+            if r is None:
+                return
+            try:
+                fn(*args, r[0], r[1])
+            except BaseException as exc:  # re-raised in the calling thread
+                errors.append(exc)
+                stop.set()
+                return
+
+    workers = [threading.Thread(target=worker, name=f"accel-sweep-kernel-{i}", daemon=True)
+               for i in range(k)]
+    for t in workers:
+        t.start()
+    try:
+        for t in workers:
+            t.join()
+    except BaseException:
+        stop.set()
+        for t in workers:  # running ranges finish (milliseconds): ``out`` is not written later
+            t.join()
+        raise
+    if errors:
+        raise errors[0]
+
+
+# ------------------------------------------------------------------------------ public API
 def _f64(a) -> np.ndarray:
-    return np.ascontiguousarray(a, dtype=np.float64)
+    """A C-contiguous, writable float64 copy or view (the one type the entry points take)."""
+    return np.require(a, dtype=np.float64, requirements=("C", "W"))
 
 
-def evaluate_grid(hw, md, px, batch, context, output_len, pr, ly, out=None):
+def _i64(a) -> np.ndarray:
+    return np.require(a, dtype=np.int64, requirements=("C", "W"))
+
+
+def grid_shape(hw, md, batch, context, output_len, pr, ly) -> tuple[int, ...]:
+    return (hw.shape[0], md.shape[0], batch.shape[0], context.shape[0], output_len.shape[0],
+            pr.shape[0], ly.shape[0])
+
+
+def evaluate_grid(hw, md, px, batch, context, output_len, pr, ly, out=None, *, offset: int = 0,
+                  threads: int | None = None):
     """Evaluate the Cartesian grid platform x model x batch x context x output_len x precision x
-    layout. Returns float32 ``(N_METRICS, H, M, B, S, O, P, L)`` (C order, storage order)."""
-    shape = (hw.shape[0], md.shape[0], batch.shape[0], context.shape[0], output_len.shape[0],
-             pr.shape[0], ly.shape[0])
+    layout. Returns float32 ``(N_METRICS, H, M, B, S, O, P, L)`` (C order, storage order).
+
+    ``out``: a C-contiguous float32 ``(N_METRICS, N)`` array to write into, the grid's points at
+    ``out[:, offset:offset + n]`` (a chunk of a larger result is written in place); the return
+    value is then a view of that part. ``threads``: override :func:`num_threads` for this call.
+    """
+    shape = grid_shape(hw, md, batch, context, output_len, pr, ly)
     n = int(np.prod(shape))
+    offset = int(offset)
     if out is None:
         out = np.empty((N_METRICS, n), dtype=np.float32)
-    _grid_kernel(_f64(hw), _f64(md), _f64(px), _f64(batch), _f64(context), _f64(output_len),
-                 _f64(pr), _f64(ly), out)
-    return out.reshape((N_METRICS, *shape))
+        offset = 0
+    if (out.dtype != np.float32 or out.ndim != 2 or out.shape[0] != N_METRICS
+            or not out.flags.c_contiguous or not out.flags.writeable
+            or offset < 0 or offset + n > out.shape[1]):
+        raise ValueError(f"out must be a writable C-contiguous float32 ({N_METRICS}, N) array with "
+                         f"room for {n} points at offset {offset}; got {out.dtype} {out.shape}")
+    n_outer = shape[0] * shape[1] * shape[2]
+    if n > 0:
+        _run_ranges(_entry("grid"),
+                    (_f64(hw), _f64(md), _f64(px), _f64(batch), _f64(context), _f64(output_len),
+                     _f64(pr), _f64(ly), out, offset),
+                    n_outer, n, threads)
+    return out[:, offset:offset + n].reshape((N_METRICS, *shape))
 
 
 def evaluate_points(hw, md, px, pr, ly, hi, mi, pi, li, batch, context, output_len,
-                    inflight=None):
+                    inflight=None, *, threads: int | None = None):
     """Evaluate a list of points given by row indices into the tables and per-row batch, context,
     output length and in-flight flag (1 = KV sized for maximum load). Returns float32
-    ``(N_METRICS, n)``. Inputs are converted once here to one signature (contiguous int64
-    indices, float64 values), so the kernel is compiled once."""
+    ``(N_METRICS, n)``. Inputs are converted once here to the entry point's one signature
+    (contiguous int64 indices, float64 values)."""
     n = len(hi)
     out = np.empty((N_METRICS, n), dtype=np.float32)
     flags = np.zeros(n) if inflight is None else np.asarray(inflight, dtype=np.float64)
@@ -137,8 +402,10 @@ def evaluate_points(hw, md, px, pr, ly, hi, mi, pi, li, batch, context, output_l
     if flags.shape != (n,):
         raise ValueError(f"inflight: one flag per point ({n}) or one for all, got shape "
                          f"{flags.shape}")
-    _points_kernel(_f64(hw), _f64(md), _f64(px), _f64(pr), _f64(ly),
-                   np.ascontiguousarray(hi, np.int64), np.ascontiguousarray(mi, np.int64),
-                   np.ascontiguousarray(pi, np.int64), np.ascontiguousarray(li, np.int64),
-                   _f64(batch), _f64(context), _f64(output_len), _f64(flags), out)
+    if n > 0:
+        _run_ranges(_entry("points"),
+                    (_f64(hw), _f64(md), _f64(px), _f64(pr), _f64(ly), _i64(hi), _i64(mi),
+                     _i64(pi), _i64(li), _f64(batch), _f64(context), _f64(output_len),
+                     _f64(flags), out),
+                    n, n, threads)
     return out

@@ -33,7 +33,7 @@ import numpy as np
 from grids.errors import SpecError
 from sweep.execute.progress import Progress
 
-#: one kernel call at a time per worker process (numba's thread pool is shared by the process;
+#: one kernel call at a time per worker process (its kernel threads are shared by the process;
 #: other task threads of the same worker keep writing while one computes)
 _KERNEL_LOCK = threading.Lock()
 #: on failure, how long to wait for Zarr tasks still running to finish before deleting [s]
@@ -63,12 +63,12 @@ def _worker_threads(procs_by_host: dict[str, int] | None) -> int | None:
 
 
 def _evaluate(gr, chunk, procs_by_host):
-    import numba
+    import kernels
 
     n = _worker_threads(procs_by_host)
     with _KERNEL_LOCK:
         if n is not None:
-            numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+            kernels.set_num_threads(n)
         return gr.evaluate(chunk)
 
 
@@ -90,16 +90,16 @@ def _zarr_region_task(gr, chunk, store: str, procs_by_host) -> tuple[int, int]:
 
     The region covers whole storage chunks and is overwritten, so running this twice is harmless.
     """
-    import zarr
+    from sweep.results.files import ZarrChunks
 
     out = _evaluate(gr, chunk, procs_by_host)
     arrays = gr.chunk_arrays(chunk, out)
     if not (Path(store) / ".zgroup").exists():
         raise RuntimeError(f"zarr store {store} is gone (run aborted?)")
-    group = zarr.open_group(store, mode="r+", zarr_format=2)
+    chunks = ZarrChunks(store, arrays)
     region = gr.region(chunk)
     for name, arr in arrays.items():
-        group[name][region] = arr
+        chunks.write(name, region, arr)
     return chunk.size(gr.shape), _feasible(out)
 
 
@@ -197,7 +197,7 @@ def _wait_for_workers(client, timeout: float = 60.0) -> int:
 
 # ------------------------------------------------------------------------------ the run
 def run_distributed(gr, scheduler: str, *, output, fmt=None, budget: int, progress: bool = True,
-                    overwrite: bool = False):
+                    overwrite: bool = False, compression: str | None = None):
     """Evaluate ``gr`` (a :class:`sweep.execute.grid.GridRun`) on a Dask cluster and write it to ``output``.
 
     Returns ``(dataset opened lazily from output, RunStats)``; RunStats.seconds counts from the
@@ -228,7 +228,7 @@ def run_distributed(gr, scheduler: str, *, output, fmt=None, budget: int, progre
         writer = ResultWriter(output, template(grid), result_dims(grid), fmt,
                               write_shape=gr.write_shape(plan_chunks(grid.shape, max_points)[0]),
                               cache_bytes=cache_bytes(budget), overwrite=overwrite,
-                              before_publish=checkpoint)
+                              before_publish=checkpoint, compression=compression)
         feasible = 0
         bar = Progress(total, enabled=progress)
         futures: list = []

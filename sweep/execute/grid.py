@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from grids.spec import GridSpec
+from kernels.params import METRICS
 from sweep.execute.plan import N_OUTER, Chunk
 from sweep.execute.tables import build_tables
 from sweep.results.assemble import metric_arrays
+
+#: where :meth:`GridRun.evaluate` writes a chunk: ``dest(chunk) -> (out, offset)``, ``out`` a
+#: C-contiguous float32 ``(N_METRICS, N)`` array and the chunk's first point at ``out[:, offset]``
+Destination = Callable[[Chunk], tuple[np.ndarray, int]]
 
 
 class GridRun:
@@ -27,17 +35,53 @@ class GridRun:
         self.context = np.array(spec.context, dtype=np.float64)
         self.output_len = np.array(spec.output_len, dtype=np.float64)
         self.shape = spec.shape
+        self._dest: Destination | None = None
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_dest"] = None  # a local buffer, never shipped to a Dask worker
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state.setdefault("_dest", None)
+        self.__dict__.update(state)
 
     def evaluate(self, c: Chunk) -> np.ndarray:
-        """Kernel output of chunk ``c``: ``(N_METRICS, h, e, m, b, s, O, P, L)``."""
+        """Kernel output of chunk ``c``: ``(N_METRICS, h, e, m, b, s, O, P, L)``.
+
+        Written into the destination set by :meth:`writing_into` (a view of it is returned), or
+        into a fresh array."""
         from kernels import evaluate_grid  # lazy: importing sweep does not compile kernels
 
         t = self.tables
         rows = t.platform_rows(c.h, c.e)
-        out = evaluate_grid(t.hw[rows], t.md[c.m], t.px[rows], self.batch[c.b],
-                            self.context[c.s], self.output_len, t.pr, t.ly)
-        return out.reshape(out.shape[0], c.h.stop - c.h.start, c.e.stop - c.e.start,
-                           *out.shape[2:])
+        out, offset = (None, 0) if self._dest is None else self._dest(c)
+        res = evaluate_grid(t.hw[rows], t.md[c.m], t.px[rows], self.batch[c.b],
+                            self.context[c.s], self.output_len, t.pr, t.ly, out, offset=offset)
+        return res.reshape(res.shape[0], c.h.stop - c.h.start, c.e.stop - c.e.start,
+                           *res.shape[2:])
+
+    @contextlib.contextmanager
+    def writing_into(self, dest: Destination):
+        """Within this context, :meth:`evaluate` writes each chunk where ``dest`` says."""
+        previous, self._dest = self._dest, dest
+        try:
+            yield self
+        finally:
+            self._dest = previous
+
+    def flat_offset(self, c: Chunk) -> int:
+        """Index of chunk ``c``'s first point in the whole grid (storage order); the chunks of
+        :func:`sweep.execute.plan.plan_chunks` are contiguous runs of it."""
+        outer = self.shape[:N_OUTER]
+        start = np.ravel_multi_index(tuple(sl.start for sl in c.slices), outer)
+        return int(start) * math.prod(self.shape[N_OUTER:])
+
+    def is_contiguous(self, c: Chunk) -> bool:
+        outer = self.shape[:N_OUTER]
+        first = np.ravel_multi_index(tuple(sl.start for sl in c.slices), outer)
+        last = np.ravel_multi_index(tuple(sl.stop - 1 for sl in c.slices), outer)
+        return int(last - first + 1) == math.prod(sl.stop - sl.start for sl in c.slices)
 
     def write_shape(self, c: Chunk) -> tuple[int, ...]:
         """Shape of chunk ``c`` in the result's dims (storage chunks follow it)."""
@@ -49,9 +93,21 @@ class GridRun:
         rest = (slice(None),) * (3 if self.spec.output_len_is_dim else 2)
         return (*c.slices, *rest)
 
-    def chunk_arrays(self, c: Chunk, out: np.ndarray) -> dict[str, np.ndarray]:
-        """The kernel output of chunk ``c`` as ``{metric: array}`` for its region."""
-        return metric_arrays(out, drop_output_len=not self.spec.output_len_is_dim)
+    def chunk_arrays(self, c: Chunk, out: np.ndarray,
+                     int8_buffers: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+        """The kernel output of chunk ``c`` as ``{metric: array}`` for its region (views of
+        ``out``; the int8 flags are cast into ``int8_buffers`` when given, reused chunk after
+        chunk)."""
+        return metric_arrays(out, drop_output_len=not self.spec.output_len_is_dim,
+                             int8_out=int8_buffers)
+
+
+FITS = METRICS.index("fits")
+
+
+def count_feasible(out: np.ndarray) -> int:
+    """Points with fits = 1 in a kernel output (metrics on the first axis)."""
+    return int(np.count_nonzero(out[FITS] == 1.0))
 
 
 @dataclass
@@ -61,6 +117,10 @@ class RunStats:
     chunks: int
     path: Path | None = None
     feasible: int = 0  # points with fits = 1
+    #: seconds by phase, e.g. "kernel" (evaluating), "assemble" (building the Dataset),
+    #: "buffer_wait" / "final_write_wait" (the run waiting for the writer thread: a free buffer,
+    #: the last writes), "writer_busy" (the writer thread's own busy time, which overlaps the rest)
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def points_per_second(self) -> float:

@@ -17,7 +17,8 @@ from grids.errors import SpecError
 from grids.spec import GridSpec, load_spec
 from grids.units import format_quantity
 from kernels.params import METRICS
-from sweep.execute.grid import GridRun, RunStats
+from sweep.execute.grid import GridRun, RunStats, count_feasible
+from sweep.execute.memory import populated_empty
 from sweep.execute.plan import (
     BYTES_PER_POINT,
     DEFAULT_MAX_MEMORY,
@@ -28,15 +29,14 @@ from sweep.execute.plan import (
 from sweep.execute.progress import Progress
 from sweep.execute.signals import checkpoint, guarded
 from sweep.results.assemble import build_dataset, result_dims, template
-from sweep.results.files import ResultWriter, open_result
+from sweep.results.files import COMPRESSIONS, ResultWriter, open_result
 from sweep.results.target import check_output
-
-FITS = METRICS.index("fits")
 
 
 def run(spec: Any = None, *, max_memory: str | int | None = DEFAULT_MAX_MEMORY,
         progress: bool = True, output: str | Path | None = None, format: str | None = None,
-        scheduler: str | None = None, overwrite: bool = False) -> xr.Dataset:
+        scheduler: str | None = None, overwrite: bool = False,
+        compression: str | None = None) -> xr.Dataset:
     """Evaluate a grid spec and return the result as an :class:`xarray.Dataset`.
 
     Parameters
@@ -58,35 +58,43 @@ def run(spec: Any = None, *, max_memory: str | int | None = DEFAULT_MAX_MEMORY,
     overwrite : bool
         Replace ``output`` even if it is not a result written by this tool (by default only a
         previous result is replaced; anything else is refused before any work is done).
+    compression : {'zlib', 'zstd', 'lz4', 'none'}, optional
+        Lossless compression of ``output`` (default: zlib for netCDF, which every netCDF-4 reader
+        can open; zstd for Zarr). See docs/performance.md ("Files") for what each costs.
 
     SIGINT and SIGTERM stop the run (:class:`sweep.execute.signals.Interrupted`) and leave the previous
     ``output`` as it was.
     """
     ds, _ = run_with_stats(spec, max_memory=max_memory, progress=progress, output=output,
-                           format=format, scheduler=scheduler, overwrite=overwrite)
+                           format=format, scheduler=scheduler, overwrite=overwrite,
+                           compression=compression)
     return ds
 
 
 def run_with_stats(spec: Any = None, *, max_memory=DEFAULT_MAX_MEMORY, progress: bool = True,
-                   output=None, format=None, scheduler=None, overwrite: bool = False
-                   ) -> tuple[xr.Dataset, RunStats]:
+                   output=None, format=None, scheduler=None, overwrite: bool = False,
+                   compression: str | None = None) -> tuple[xr.Dataset, RunStats]:
     if output is not None:  # every check of the target before any computation
         output, format = check_output(output, format, overwrite=overwrite)
+        if compression is not None and compression not in COMPRESSIONS:
+            raise SpecError(f"unknown compression {compression!r}: use one of "
+                            f"{', '.join(COMPRESSIONS)}")
     grid = load_spec(spec)
     budget = parse_memory(max_memory)
     with guarded():
-        return _run(grid, budget, progress, output, format, scheduler, overwrite)
+        return _run(grid, budget, progress, output, format, scheduler, overwrite, compression)
 
 
-def _run(grid: GridSpec, budget: int, progress: bool, output, format, scheduler, overwrite
-         ) -> tuple[xr.Dataset, RunStats]:
+def _run(grid: GridSpec, budget: int, progress: bool, output, format, scheduler, overwrite,
+         compression=None) -> tuple[xr.Dataset, RunStats]:
     gr = GridRun(grid)
     total = grid.n_points
     if scheduler is not None:
         from sweep.execute.distributed import run_distributed
 
         return run_distributed(gr, scheduler, output=output, fmt=format, budget=budget,
-                               progress=progress, overwrite=overwrite)
+                               progress=progress, overwrite=overwrite,
+                               compression=compression)
     if output is None and total * BYTES_PER_POINT > budget:
         raise SpecError(
             f"the grid has {total:,} points needing "
@@ -94,34 +102,82 @@ def _run(grid: GridSpec, budget: int, progress: bool, output, format, scheduler,
             f"max_memory={format_quantity(budget, 'bytes')}: pass output=<file> (CLI: -o) to "
             f"stream it to disk, or raise max_memory")
     chunks = plan_chunks(grid.shape, budget // (2 * BYTES_PER_POINT))
+    if output is None:
+        return _run_in_memory(gr, chunks, progress)
+    return _run_to_file(gr, chunks, progress, output, format, budget, overwrite, compression)
+
+
+def _run_in_memory(gr: GridRun, chunks: list, progress: bool) -> tuple[xr.Dataset, RunStats]:
+    """Every chunk is evaluated straight into its place in the result array (no copy, no second
+    buffer); the Dataset's float variables are views of that array."""
+    grid = gr.spec
+    total = grid.n_points
     bar = Progress(total, enabled=progress)
     t0 = time.perf_counter()
-    if output is None:
-        full = np.empty((len(METRICS), *grid.shape), dtype=np.float32)
-        for c in chunks:
-            full[(slice(None), *c.slices)] = gr.evaluate(c)
-            checkpoint()
-            bar.update(c.size(grid.shape))
-        bar.close()
-        ds = build_dataset(grid, full)
-        feasible = int(np.count_nonzero(full[FITS] == 1.0))
-        return ds, RunStats(total, time.perf_counter() - t0, len(chunks), feasible=feasible)
-    writer = ResultWriter(output, template(grid), result_dims(grid), format,
-                          write_shape=gr.write_shape(chunks[0]), cache_bytes=cache_bytes(budget),
-                          overwrite=overwrite, before_publish=checkpoint)
+    full = populated_empty((len(METRICS), total), np.float32)
+
+    def into_full(c):
+        if not gr.is_contiguous(c):  # plan_chunks cuts contiguous runs of the storage order
+            raise RuntimeError(f"chunk {c} is not a contiguous part of the grid")
+        return full, gr.flat_offset(c)
+
     feasible = 0
     try:
-        for c in chunks:
-            out = gr.evaluate(c)
-            checkpoint()
-            feasible += int(np.count_nonzero(out[FITS] == 1.0))
-            writer.write(gr.region(c), gr.chunk_arrays(c, out))
-            bar.update(c.size(grid.shape))
+        with gr.writing_into(into_full):
+            for c in chunks:
+                out = gr.evaluate(c)
+                checkpoint()
+                feasible += count_feasible(out)
+                bar.update(c.size(grid.shape))
+    finally:
+        bar.close()
+    kernel_s = time.perf_counter() - t0
+    ds = build_dataset(grid, full.reshape(len(METRICS), *grid.shape))
+    seconds = time.perf_counter() - t0
+    return ds, RunStats(total, seconds, len(chunks), feasible=feasible,
+                        phases={"kernel": kernel_s, "assemble": seconds - kernel_s})
+
+
+def _run_to_file(gr: GridRun, chunks: list, progress: bool, output, format, budget: int,
+                 overwrite: bool, compression: str | None = None
+                 ) -> tuple[xr.Dataset, RunStats]:
+    """Chunks are evaluated into two reused buffers and written by a writer thread
+    (:class:`sweep.execute.stream.ChunkStream`) while the next chunk is computed."""
+    from sweep.execute.stream import ChunkStream
+
+    grid = gr.spec
+    total = grid.n_points
+    bar = Progress(total, enabled=progress)
+    t0 = time.perf_counter()
+    writer = ResultWriter(output, template(grid), result_dims(grid), format,
+                          write_shape=gr.write_shape(chunks[0]), cache_bytes=cache_bytes(budget),
+                          overwrite=overwrite, before_publish=checkpoint,
+                          compression=compression)
+    stream = None
+    kernel_s = 0.0
+    try:
+        stream = ChunkStream(writer, gr, max(c.size(grid.shape) for c in chunks),
+                             n_buffers=min(2, len(chunks)))
+        with gr.writing_into(stream.dest):
+            for c in chunks:
+                t1 = time.perf_counter()
+                out = gr.evaluate(c)
+                kernel_s += time.perf_counter() - t1
+                checkpoint()
+                stream.submit(c, out)
+                del out
+                bar.update(c.size(grid.shape))
+        stream.finish()
         writer.close()
     except BaseException:
+        if stream is not None:
+            stream.abort()
         writer.abort()
         raise
     finally:
         bar.close()
-    stats = RunStats(total, time.perf_counter() - t0, len(chunks), Path(output), feasible)
+    seconds = time.perf_counter() - t0
+    phases = {"kernel": kernel_s - stream.buffer_wait, "buffer_wait": stream.buffer_wait,
+              "final_write_wait": stream.finish_wait, "writer_busy": stream.write_seconds}
+    stats = RunStats(total, seconds, len(chunks), Path(output), stream.feasible, phases)
     return open_result(output), stats

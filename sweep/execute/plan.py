@@ -20,8 +20,13 @@ DEFAULT_MAX_MEMORY = "1 GiB"
 
 
 def cache_bytes(budget: int) -> int:
-    """HDF5 chunk-cache bytes per variable for a run within ``budget`` bytes."""
-    return max(1 << 20, budget // (4 * len(METRICS)))
+    """HDF5 chunk-cache bytes per variable for a run within ``budget`` bytes.
+
+    Every write covers whole storage chunks, so the cache needs to hold no more than one of them:
+    a chunk larger than the cache is compressed and written during the write call itself (on the
+    writer thread), instead of sitting in the cache until the file is closed (which compressed
+    the whole result on the main thread at the end). ``budget`` only caps it."""
+    return min(1 << 20, max(64 << 10, budget // (4 * len(METRICS))))
 
 
 def parse_memory(value: str | int | float | None) -> int:

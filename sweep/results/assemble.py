@@ -100,18 +100,30 @@ def coordinate_values(spec: GridSpec) -> dict[str, tuple[str | tuple[str, ...], 
     return out
 
 
-def metric_arrays(out: np.ndarray, drop_output_len: bool = False) -> dict[str, np.ndarray]:
+def metric_arrays(out: np.ndarray, drop_output_len: bool = False,
+                  int8_out: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Kernel output (metrics first: a grid ``(N_METRICS, H, E, M, B, S, O, P, L)`` or any chunk of
-    it, or a point list ``(N_METRICS, n)``) as ``{metric: array}``: flags cast to the registry's
-    int8 and, with ``drop_output_len``, the grid's ``output_len`` axis dropped (when it is not a
-    dim of the result)."""
+    it, or a point list ``(N_METRICS, n)``) as ``{metric: array}``: views of ``out``, with the flags
+    cast to the registry's int8 and, with ``drop_output_len``, the grid's ``output_len`` axis
+    dropped (when it is not a dim of the result).
+
+    ``int8_out``: buffers for the int8 casts, ``{name: 1-D int8 array}``, grown when too small and
+    reused call after call (a streamed run casts every chunk into the same memory)."""
     arrays = {}
     for k, name in enumerate(METRICS):
         arr = out[k]
         if drop_output_len:
             arr = arr[:, :, :, :, :, 0]
         if VARIABLES[name].dtype == "int8":
-            arr = arr.astype(np.int8)
+            if int8_out is None:
+                arr = arr.astype(np.int8)
+            else:
+                buf = int8_out.get(name)
+                if buf is None or buf.size < arr.size:
+                    buf = int8_out[name] = np.empty(arr.size, dtype=np.int8)
+                view = buf[:arr.size].reshape(arr.shape)
+                np.copyto(view, arr, casting="unsafe")
+                arr = view
         arrays[name] = arr
     return arrays
 

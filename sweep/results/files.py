@@ -1,13 +1,23 @@
 """Result files: chunked, streamed writes (netCDF4 by default, Zarr as an option) and reading.
 
 Chunks of the grid are written as they are computed, so memory stays near the chunk size whatever
-the grid size; every file is published atomically by :mod:`sweep.results.target`. Storage
-encodings (compression, fill values, dtypes) come from the variable registry.
+the grid size; every file is published atomically by :mod:`sweep.results.target`. Dtypes and fill
+values come from the variable registry; the compression is a named preset (:data:`COMPRESSIONS`,
+chosen with the measurements in docs/performance.md, "Files"): netCDF defaults to zlib level 1,
+which every netCDF-4 reader can decompress, Zarr to Zstandard level 1.
+
+Zarr chunks are encoded and written by :class:`ZarrChunks` straight into the store's files (the
+store's metadata is written by xarray first): every write covers whole storage chunks, so no chunk
+is read back or merged, and the per-chunk overhead of zarr-python's asynchronous write path
+(several times the cost of the compression itself here) is avoided. The files are the ones
+zarr-python writes (same keys, codecs and padding of edge chunks); reading goes through zarr.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +27,41 @@ import xarray as xr
 from grids.errors import SpecError
 from sweep.results.target import _Atomic, check_output, diagnose_write
 from sweep.results.variables import VARIABLES
+
+#: compression presets (``compression=`` of :class:`ResultWriter`, ``--compression`` of
+#: ``sweep run``); every one is lossless
+COMPRESSIONS = ("zlib", "zstd", "lz4", "none")
+DEFAULT_COMPRESSION = {"netcdf": "zlib", "zarr": "zstd"}
+
+
+def netcdf_compression(name: str) -> dict[str, object]:
+    """``netCDF4.Dataset.createVariable`` arguments of a preset. zlib is the netCDF-4 standard
+    (any reader); zstd and lz4 (Blosc) are HDF5 filter plugins: the netCDF4 wheels ship them, but
+    a reader built without them cannot decompress the file."""
+    presets: dict[str, dict[str, object]] = {
+        "zlib": {"compression": "zlib", "complevel": 1, "shuffle": False},
+        "zstd": {"compression": "zstd", "complevel": 1, "shuffle": True},
+        "lz4": {"compression": "blosc_lz4", "blosc_shuffle": 1},
+        "none": {"compression": None},
+    }
+    return presets[_check_compression(name)]
+
+
+def zarr_compressor(name: str):
+    """The numcodecs compressor of a preset (None: uncompressed)."""
+    import numcodecs
+
+    name = _check_compression(name)
+    if name == "none":
+        return None
+    return {"zlib": lambda: numcodecs.Zlib(level=1), "zstd": lambda: numcodecs.Zstd(level=1),
+            "lz4": lambda: numcodecs.Blosc("lz4", 5, numcodecs.Blosc.SHUFFLE)}[name]()
+
+
+def _check_compression(name: str) -> str:
+    if name not in COMPRESSIONS:
+        raise SpecError(f"unknown compression {name!r}: use one of {', '.join(COMPRESSIONS)}")
+    return name
 
 
 def storage_chunks(shape: tuple[int, ...], target: int = 1 << 20) -> tuple[int, ...]:
@@ -32,6 +77,66 @@ def storage_chunks(shape: tuple[int, ...], target: int = 1 << 20) -> tuple[int, 
     return tuple(max(1, c) for c in chunks)
 
 
+class ZarrChunks:
+    """Write whole storage chunks of the metric arrays of a Zarr v2 directory store: each chunk is
+    encoded with the array's own filters and compressor (read from its ``.zarray``) and written to
+    its chunk file. As zarr-python does, edge chunks are padded to the full chunk shape with the
+    fill value, and a float chunk that is all fill value (NaN: every point infeasible) is not
+    written (a missing chunk reads as its fill value). Writing a chunk again overwrites it (a
+    re-run Dask task is harmless)."""
+
+    def __init__(self, root: str | Path, names=None) -> None:
+        import numcodecs
+
+        self.root = Path(root)
+        self.meta = {}
+        for name in (VARIABLES if names is None else names):
+            meta = json.loads((self.root / name / ".zarray").read_text(encoding="utf-8"))
+            codec = numcodecs.get_codec(meta["compressor"]) if meta.get("compressor") else None
+            filters = [numcodecs.get_codec(f) for f in meta.get("filters") or []]
+            fill = meta.get("fill_value")
+            dtype = np.dtype(meta["dtype"])
+            pad = (np.nan if fill in ("NaN", None) and dtype.kind == "f"
+                   else 0 if fill is None else fill)
+            self.meta[name] = (tuple(meta["shape"]), tuple(meta["chunks"]), dtype, codec, filters,
+                               pad, meta.get("dimension_separator", "."))
+
+    def aligned(self, name: str, region: tuple[slice, ...]) -> bool:
+        shape, chunks = self.meta[name][:2]
+        for sl, n, c in zip(region, shape, chunks):
+            start, stop, _ = sl.indices(n)
+            if start % c or (stop % c and stop != n):
+                return False
+        return True
+
+    def write(self, name: str, region: tuple[slice, ...], arr: np.ndarray) -> None:
+        shape, chunks, dtype, codec, filters, pad, sep = self.meta[name]
+        bounds = [sl.indices(n)[:2] for sl, n in zip(region, shape)]
+        ranges = [range(a // c, -(-b // c)) for (a, b), c in zip(bounds, chunks)]
+        for idx in itertools.product(*ranges):
+            lo = [i * c for i, c in zip(idx, chunks)]
+            sel = tuple(slice(x - a, min(x + c, n) - a)
+                        for x, (a, _), c, n in zip(lo, bounds, chunks, shape))
+            block = arr[sel]
+            if block.shape != chunks:
+                full = np.full(chunks, pad, dtype=dtype)
+                full[tuple(slice(0, k) for k in block.shape)] = block
+                block = full
+            data = np.ascontiguousarray(block, dtype=dtype)
+            path = self.root / name / sep.join(str(i) for i in idx)
+            if dtype.kind == "f" and pad != pad and np.isnan(data).all():
+                path.unlink(missing_ok=True)
+                continue
+            for f in filters:
+                data = f.encode(data)
+            if codec is not None:
+                data = codec.encode(data)
+            if sep == "/":
+                path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "wb") as fh:
+                fh.write(memoryview(data))
+
+
 class ResultWriter:
     """Stream a grid result into a file chunk by chunk; ``close()`` publishes it atomically.
 
@@ -39,23 +144,30 @@ class ResultWriter:
     chunks are written with :meth:`write` as ``{name: array}`` for an index region of the dims.
     ``before_publish`` is called right before the result is renamed onto the target (the runs
     pass their interrupt checkpoint: a swallowed interrupt still stops the publication).
+    ``compression``: a preset of :data:`COMPRESSIONS` (default :data:`DEFAULT_COMPRESSION`).
+    Storage chunks follow ``write_shape`` (the shape of the pieces written), so every write covers
+    whole chunks: netCDF chunks are compressed and written during :meth:`write` (the HDF5 chunk
+    cache, ``cache_bytes`` per variable, only has to hold partial writes), Zarr chunks go straight
+    to their files (:class:`ZarrChunks`).
     """
 
     def __init__(self, path: str | Path, template: xr.Dataset, dims: tuple[str, ...],
                  fmt: str | None = None, write_shape: tuple[int, ...] | None = None,
-                 cache_bytes: int = 4 << 20, *, overwrite: bool = False,
-                 before_publish: Callable[[], None] | None = None) -> None:
+                 cache_bytes: int = 1 << 20, *, overwrite: bool = False,
+                 before_publish: Callable[[], None] | None = None,
+                 compression: str | None = None) -> None:
         path, self.fmt = check_output(path, fmt, overwrite=overwrite)
+        self.compression = _check_compression(compression or DEFAULT_COMPRESSION[self.fmt])
         self.dims = dims
         self.shape = tuple(template.sizes[d] for d in dims)
-        # storage chunks follow the shape of the pieces written, so every write covers whole
-        # chunks and the HDF5 chunk cache (bounded by ``cache_bytes`` per variable) stays small
         self.chunks = storage_chunks(write_shape or self.shape)
         self.cache_bytes = int(cache_bytes)
         self.atomic = _Atomic(path, ".zarr" if self.fmt == "zarr" else ".nc", overwrite=overwrite,
                               before_publish=before_publish)
         self.closed = False
         self._nc = None
+        self._zarr: ZarrChunks | None = None
+        self._zarr_arrays = None  # zarr-python arrays, for writes not aligned to chunks
         try:
             with diagnose_write(self.atomic.tmp.parent):
                 if self.fmt == "netcdf":
@@ -76,10 +188,10 @@ class ResultWriter:
             nc.createDimension(d, template.sizes[d])
         for name, var in template.coords.items():
             _nc_put(nc, name, var)
+        codec = netcdf_compression(self.compression)
         for name, meta in VARIABLES.items():
             enc = meta.encoding(self.chunks)
-            v = nc.createVariable(name, np.dtype(enc["dtype"]), self.dims, zlib=enc["zlib"],
-                                  complevel=enc["complevel"], shuffle=enc["shuffle"],
+            v = nc.createVariable(name, np.dtype(enc["dtype"]), self.dims, **codec,
                                   chunksizes=enc["chunksizes"],
                                   fill_value=enc["_FillValue"] if enc["_FillValue"] is not None
                                   else False)
@@ -92,7 +204,7 @@ class ResultWriter:
         for k, val in template.attrs.items():
             nc.setncattr(k, val)
 
-    # ---- Zarr via xarray (region writes into a store whose metadata is written first)
+    # ---- Zarr: metadata via xarray, chunks by ZarrChunks
     def _open_zarr(self, template: xr.Dataset) -> None:
         try:
             import dask.array as da
@@ -101,14 +213,17 @@ class ResultWriter:
                             "reinstall it (python3 -m pip install .)") from exc
         lazy = {}
         enc = {}
+        compressor = zarr_compressor(self.compression)
         for name, meta in VARIABLES.items():
             arr = da.zeros(self.shape, dtype=meta.dtype, chunks=self.chunks)
             lazy[name] = xr.Variable(self.dims, arr, meta.attrs())
-            enc[name] = {"chunks": self.chunks, "_FillValue": meta.encoding()["_FillValue"]}
+            enc[name] = {"chunks": self.chunks, "_FillValue": meta.encoding()["_FillValue"],
+                         "compressors": () if compressor is None else (compressor,)}
         ds = xr.Dataset(lazy, coords=template.coords, attrs=template.attrs)
         ds.to_zarr(self.atomic.tmp, mode="w", compute=False, encoding=enc, consolidated=True,
                    zarr_format=2)
         self._zarr_coords = list(ds.coords)
+        self._zarr = ZarrChunks(self.atomic.tmp)
 
     def write(self, region: tuple[slice, ...], arrays: dict[str, np.ndarray]) -> None:
         nbytes = sum(a.nbytes for a in arrays.values())
@@ -116,17 +231,23 @@ class ResultWriter:
             if self.fmt == "netcdf":
                 for name, arr in arrays.items():
                     self._nc.variables[name][region] = arr
-            else:
-                import zarr
+                return
+            for name, arr in arrays.items():
+                if self._zarr.aligned(name, region):
+                    self._zarr.write(name, region, arr)
+                    continue
+                if self._zarr_arrays is None:
+                    import zarr
 
-                group = zarr.open_group(str(self.atomic.tmp), mode="r+", zarr_format=2)
-                for name, arr in arrays.items():
-                    group[name][region] = arr
+                    group = zarr.open_group(str(self.atomic.tmp), mode="r+", zarr_format=2)
+                    self._zarr_arrays = {n: group[n] for n in VARIABLES}
+                self._zarr_arrays[name][region] = arr
 
     def close(self) -> None:
         """Finish and publish the file under the target name."""
         if self.closed:
             return
+        self._zarr_arrays = None
         with diagnose_write(self.atomic.tmp.parent):
             if self._nc is not None:
                 self._nc.close()
@@ -136,6 +257,7 @@ class ResultWriter:
 
     def abort(self) -> None:
         """Remove the partial file; the target is left as it was."""
+        self._zarr_arrays = None
         if self._nc is not None:
             with contextlib.suppress(Exception):
                 self._nc.close()
@@ -164,11 +286,11 @@ def _nc_put(nc, name: str, var: xr.Variable | xr.DataArray) -> None:
 
 
 def write_dataset(ds: xr.Dataset, path: str | Path, fmt: str | None = None, *,
-                  overwrite: bool = False) -> Path:
+                  overwrite: bool = False, compression: str | None = None) -> Path:
     """Write an in-memory result Dataset atomically (same layout as the streamed writer)."""
     dims = tuple(d for d in ds["ttft"].dims)
     template = ds.drop_vars(list(VARIABLES))
-    writer = ResultWriter(path, template, dims, fmt, overwrite=overwrite)
+    writer = ResultWriter(path, template, dims, fmt, overwrite=overwrite, compression=compression)
     try:
         writer.write(tuple(slice(None) for _ in dims),
                      {name: ds[name].values for name in VARIABLES})
