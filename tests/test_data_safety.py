@@ -155,8 +155,19 @@ def test_interrupted_commit_is_restored_by_the_next_run(tmp_path, spec, capsys):
     assert [p.name for p in removed] == [f"{stem}.lock"]
 
 
+@pytest.fixture()
+def sigint_default():
+    """SIGINT with Python's default handler for the test. A process started in the background by
+    a non-interactive shell (``cmd &``, as a CI script may) begins with SIGINT ignored, and a run
+    deliberately keeps an ignored signal ignored (sweep.execute.signals.guarded)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 @pytest.mark.parametrize("when", [2, "last"])
-def test_a_swallowed_interrupt_still_stops_the_run(tmp_path, spec, capsys, monkeypatch, when):
+def test_a_swallowed_interrupt_still_stops_the_run(tmp_path, spec, capsys, monkeypatch, when,
+                                                     sigint_default):
     """SIGINT landing in a C callback (numba/llvmlite compile) raises KeyboardInterrupt there,
     which is printed and lost; the run must stop anyway, with exit 130 and the previous result
     intact. Deterministic: the signal is raised, and swallowed, inside a chunk evaluation."""

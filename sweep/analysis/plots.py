@@ -225,10 +225,11 @@ def winner_map(ds: xr.Dataset, model: str | None = None, precision: str | None =
     ax.set_xlim(xe[0], xe[-1])
     ax.set_ylim(ye[0], ye[-1])
     better = "lowest" if d == "min" else "highest"
-    how = f", each at its best {'/'.join(red)}" if red else ""
+    how = f"each at its best {'/'.join(red)}; " if red else ""
     extra = f" ({', '.join(notes)})" if notes else ""
-    ax.set_title(f"Winner: {over} with the {better} {metric} {_basis_text(b)}{how}\n"
-                 f"model {m or '-'}, precision {p or '-'}{extra}", fontsize=11)
+    ax.set_title(f"Winner: {over} with the {better} {metric} {_basis_text(b)}\n"
+                 f"{how}model {m or '-'}, precision {p or '-'}{extra}",
+                 fontsize=11)
     ax.legend(handles=handles, title=over, loc="upper left", bbox_to_anchor=(1.01, 1.0),
               frameon=False)
     return fig
