@@ -2,12 +2,16 @@
 
 Select with ``HYPOTHESIS_PROFILE=ci`` (``.ci/run`` does). Kernel tests run with or without
 ``NUMBA_DISABLE_JIT=1``; the ``nojit`` marker selects the ones worth running in pure Python.
+The session fixture :func:`compiled_kernels` compiles (or loads from the cache) both kernel entry
+points once, before the first test, so compile time shows up in the session's setup
+(``--durations`` names it) instead of in whichever test happens to call a kernel first.
 """
 
 from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -17,3 +21,12 @@ settings.register_profile(
     "ci", max_examples=150, deadline=None, derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def compiled_kernels():
+    """Compile or load both entry points once per session (nothing to do with the JIT off)."""
+    if os.environ.get("NUMBA_DISABLE_JIT", "0") in ("", "0"):
+        import kernels
+
+        kernels.compile_kernels()
