@@ -1,53 +1,133 @@
-"""The one place where numba options are set (``cache=True``, ``nogil``, parallel flags).
+"""The one place where numba options are set (``cache=True``, ``nogil``, parallel flags) and where
+the compiled kernels are cached.
 
 Set ``NUMBA_DISABLE_JIT=1`` to run every kernel as plain Python (for coverage and debugging);
 numba honours that variable itself, and ``prange`` then degrades to ``range``.
 
 Cache safety: numba invalidates a cached kernel only when *its own* source file changes, not when
 a helper it inlines from another file does. Unless the user sets ``NUMBA_CACHE_DIR``, the cache is
-therefore kept in a directory named after a hash of every kernel source file, so editing any of
-them (or upgrading the package) can never serve a stale compiled kernel.
+therefore kept in a directory named after a hash of every kernel source file and of the numba,
+numpy and Python versions (:func:`cache_key`), so editing any of them (or upgrading) can never
+serve a stale compiled kernel.
+
+A relocatable cache: numba's own locator for ``NUMBA_CACHE_DIR`` files each function under a
+sub-directory named after a hash of the *absolute path* of its source, so a cache built in one
+place is never found in another. :class:`KernelCacheLocator` files the functions of this package
+directly in the chosen directory (file names carry the module, the function and its first line;
+numba's index still checks the source's sha256, the numba version and the CPU it was compiled
+for). That is what lets ``pip install .`` build the cache once, in the build tree (``setup.py``
+runs ``python -m kernels`` there), and ship it inside the installed package: the first
+``sweep run`` after the install loads the kernels instead of compiling them. If the installed
+package is read-only, the shipped cache is copied to the user cache directory once.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 import numba
+import numba.core.caching
+import numpy as np
+
+#: the directory of the kernel sources (the only files :class:`KernelCacheLocator` handles)
+KERNELS_DIR = Path(__file__).resolve().parent
 
 
-def _sources_digest() -> str:
+def cache_key() -> str:
+    """16 hex digits naming the cache directory: every kernel source file, and the numba, numpy
+    and Python versions the cached machine code was compiled with."""
     h = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
+    for path in sorted(KERNELS_DIR.glob("*.py")):
         h.update(path.name.encode())
         h.update(path.read_bytes())
+    h.update(f"numba {numba.__version__} numpy {np.__version__} python {sys.version_info[:2]}".encode())
     return h.hexdigest()[:16]
 
 
+def _writable_dir(path: Path) -> bool:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError:
+        return False
+    return True
+
+
 def _choose_cache_dir() -> str | None:
+    """The cache directory: in the package (``kernels/__pycache__/numba-KEY``, where ``pip
+    install`` puts the cache it builds), else the user cache directory, else the temp dir.
+    None when the user set ``NUMBA_CACHE_DIR`` (their choice wins)."""
     if os.environ.get("NUMBA_CACHE_DIR"):
-        return None  # the user's choice wins
-    digest = _sources_digest()
-    candidates = [Path(__file__).parent / "__pycache__" / f"numba-{digest}",
-                  Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-                  / "accel-sweep" / f"numba-{digest}",
-                  Path(tempfile.gettempdir()) / f"accel-sweep-numba-{digest}"]
-    for cand in candidates:
-        try:
-            cand.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            continue
-        if os.access(cand, os.W_OK):
+        return None
+    key = cache_key()
+    shipped = KERNELS_DIR / "__pycache__" / f"numba-{key}"
+    if _writable_dir(shipped):
+        return str(shipped)
+    user = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "accel-sweep" / f"numba-{key}"
+    for cand in (user, Path(tempfile.gettempdir()) / f"accel-sweep-numba-{key}"):
+        if _writable_dir(cand):
+            if shipped.is_dir() and not any(cand.iterdir()):  # a read-only install's shipped cache
+                for f in shipped.iterdir():
+                    try:
+                        shutil.copy2(f, cand / f.name)
+                    except OSError:
+                        break
             return str(cand)
     return None
+
+
+class KernelCacheLocator(numba.core.caching._CacheLocator):
+    """numba cache locator for this package's functions: ``numba.config.CACHE_DIR`` itself, with
+    no path-dependent sub-directory (see the module docstring)."""
+
+    def __init__(self, py_func, py_file):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+
+    def get_cache_path(self) -> str:
+        return numba.config.CACHE_DIR
+
+    def get_source_stamp(self):
+        with open(self._py_file, "rb") as f:  # what numba's own locators check
+            return hashlib.sha256(f.read()).digest()
+
+    def get_disambiguator(self) -> str:
+        return str(self._lineno)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if _cache_dir is None or _cache_dir != numba.config.CACHE_DIR:
+            return None
+        try:
+            if Path(py_file).resolve().parent != KERNELS_DIR:
+                return None
+        except OSError:
+            return None
+        self = cls(py_func, py_file)
+        try:
+            self.ensure_cache_path()
+        except OSError:
+            return None
+        return self
+
+
+def _install_locator() -> None:
+    caching = numba.core.caching  # the class is CacheImpl in numba 0.68, _CacheImpl before
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+    classes = getattr(impl, "_locator_classes", None)
+    if isinstance(classes, list) and KernelCacheLocator not in classes:
+        classes.insert(0, KernelCacheLocator)
 
 
 _cache_dir = _choose_cache_dir()
 if _cache_dir is not None:
     numba.config.CACHE_DIR = _cache_dir
+    _install_locator()
 
 #: options for scalar helpers inlined into the kernels
 SCALAR = {"cache": True, "nogil": True, "fastmath": False, "inline": "always"}

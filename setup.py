@@ -1,0 +1,51 @@
+"""Build hook: ``pip install .`` compiles the numba kernels once, in the build tree, so that the
+installed package ships their cache and the first ``sweep run`` loads them instead of compiling.
+
+Everything else about the package is in pyproject.toml. The step runs ``python -m kernels`` on the
+built copy of the package (kernels/accelerate.py explains why that cache is found after the
+install). It is skipped for editable installs (their kernels compile on first use, into the
+source tree) and when ``ACCEL_SWEEP_NO_KERNEL_CACHE=1``; if it fails, the install goes on and
+the kernels compile on first use, as they would without it.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+
+class BuildPyWithKernelCache(build_py):
+    def run(self):
+        super().run()
+        if getattr(self, "editable_mode", False) or os.environ.get("ACCEL_SWEEP_NO_KERNEL_CACHE") == "1":
+            return
+        env = dict(os.environ, PYTHONPATH=os.path.abspath(self.build_lib))
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        for name in ("NUMBA_CACHE_DIR", "NUMBA_DISABLE_JIT", "NUMBA_CACHE_LOCATOR_CLASSES"):
+            env.pop(name, None)
+        print("accel-sweep: compiling the kernels into the package (~30 s; "
+              "ACCEL_SWEEP_NO_KERNEL_CACHE=1 skips this)", flush=True)
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "kernels"], env=env, cwd=self.build_lib,
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(f"accel-sweep: could not build the kernel cache (the kernels will compile on "
+                  f"first use instead):\n{proc.stderr[-2000:]}", flush=True)
+            return
+        print(f"accel-sweep: {proc.stdout.strip()} [{time.perf_counter() - t0:.0f} s]", flush=True)
+        # a reused build tree keeps caches of earlier sources: ship only this one
+        used = re.search(r"cache: (\S+)", proc.stdout)
+        pycache = os.path.join(self.build_lib, "kernels", "__pycache__")
+        if used and os.path.isdir(pycache):
+            for name in os.listdir(pycache):
+                path = os.path.join(pycache, name)
+                if name.startswith("numba-") and os.path.abspath(path) != os.path.abspath(used[1]):
+                    shutil.rmtree(path, ignore_errors=True)
+
+
+setup(cmdclass={"build_py": BuildPyWithKernelCache})
