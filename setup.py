@@ -24,7 +24,9 @@ class BuildPyWithKernelCache(build_py):
         super().run()
         if getattr(self, "editable_mode", False) or os.environ.get("ACCEL_SWEEP_NO_KERNEL_CACHE") == "1":
             return
-        env = dict(os.environ, PYTHONPATH=os.path.abspath(self.build_lib))
+        # pip's isolated build environment reaches its packages through PYTHONPATH: keep it
+        path = [os.path.abspath(self.build_lib), os.environ.get("PYTHONPATH", "")]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in path if p))
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         for name in ("NUMBA_CACHE_DIR", "NUMBA_DISABLE_JIT", "NUMBA_CACHE_LOCATOR_CLASSES"):
             env.pop(name, None)
