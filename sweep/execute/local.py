@@ -132,7 +132,8 @@ def _run_in_memory(gr: GridRun, chunks: list, progress: bool) -> tuple[xr.Datase
     finally:
         bar.close()
     kernel_s = time.perf_counter() - t0
-    ds = build_dataset(grid, full.reshape(len(METRICS), *grid.shape))
+    ds = build_dataset(grid, full.reshape(len(METRICS), *grid.shape), engines=gr.engines,
+                       costs=gr.costs)
     seconds = time.perf_counter() - t0
     return ds, RunStats(total, seconds, len(chunks), feasible=feasible,
                         phases={"kernel": kernel_s, "assemble": seconds - kernel_s})
@@ -149,7 +150,8 @@ def _run_to_file(gr: GridRun, chunks: list, progress: bool, output, format, budg
     total = grid.n_points
     bar = Progress(total, enabled=progress)
     t0 = time.perf_counter()
-    writer = ResultWriter(output, template(grid), result_dims(grid), format,
+    writer = ResultWriter(output, template(grid, engines=gr.engines, costs=gr.costs),
+                          result_dims(grid), format,
                           write_shape=gr.write_shape(chunks[0]), cache_bytes=cache_bytes(budget),
                           overwrite=overwrite, before_publish=checkpoint,
                           compression=compression)

@@ -8,6 +8,8 @@ created from.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import xarray as xr
 
@@ -23,11 +25,15 @@ def result_dims(spec: GridSpec) -> tuple[str, ...]:
     return tuple(d for d in DIMS if d != "output_len" or spec.output_len_is_dim)
 
 
-def coordinate_values(spec: GridSpec) -> dict[str, tuple[str | tuple[str, ...], np.ndarray, dict]]:
-    """name -> (dim or dims, values, attrs) for every dim and coordinate."""
+def coordinate_values(spec: GridSpec, *, engines: list | None = None, costs: list | None = None
+                      ) -> dict[str, tuple[str | tuple[str, ...], np.ndarray, dict]]:
+    """name -> (dim or dims, values, attrs) for every dim and coordinate. ``engines`` and
+    ``costs``: the spec's :meth:`~grids.spec.GridSpec.resolved_engines` and
+    :meth:`~grids.spec.GridSpec.device_costs` when the caller has them already (a run resolves
+    them once for the kernels' tables), else resolved here."""
     devs, models = spec.hardware, spec.models
-    costs = spec.device_costs()
-    engines = spec.resolved_engines()
+    costs = spec.device_costs() if costs is None else costs
+    engines = spec.resolved_engines() if engines is None else engines
     out: dict[str, tuple[str | tuple[str, ...], np.ndarray, dict]] = {
         "hardware": ("hardware", np.array([d.id for d in devs], dtype=object), {}),
         "engine": ("engine", np.array([e.id for e in spec.engines], dtype=object), {}),
@@ -128,25 +134,83 @@ def metric_arrays(out: np.ndarray, drop_output_len: bool = False,
     return arrays
 
 
-def coordinates(spec: GridSpec) -> dict[str, xr.Variable]:
+def coordinates(spec: GridSpec, *, engines: list | None = None, costs: list | None = None
+                ) -> dict[str, xr.Variable]:
     """Every coordinate variable of the result (dims, per-dim coords, scalar output_len)."""
-    coords = {name: xr.Variable((dim,) if isinstance(dim, str) else dim, values, attrs)
-              for name, (dim, values, attrs) in coordinate_values(spec).items()}
+    values = coordinate_values(spec, engines=engines, costs=costs)
+    coords = {name: xr.Variable((dim,) if isinstance(dim, str) else dim, vals, attrs)
+              for name, (dim, vals, attrs) in values.items()}
     if not spec.output_len_is_dim:
         coords["output_len"] = xr.Variable((), np.int64(spec.output_len[0]),
                                            dict(DIM_ATTRS["output_len"]))
     return coords
 
 
-def template(spec: GridSpec) -> xr.Dataset:
-    """The result without its metrics: coordinates and provenance attributes."""
-    return xr.Dataset(coords=coordinates(spec), attrs=provenance(spec))
+def template(spec: GridSpec, *, engines: list | None = None, costs: list | None = None
+             ) -> xr.Dataset:
+    """The result without its metrics: coordinates and provenance attributes (``engines``,
+    ``costs``: see :func:`coordinate_values`)."""
+    _lazy_dask_probe()
+    return xr.Dataset(coords=coordinates(spec, engines=engines, costs=costs),
+                      attrs=provenance(spec, engines=engines))
 
 
-def build_dataset(spec: GridSpec, metrics: np.ndarray, attrs: dict | None = None) -> xr.Dataset:
-    """In-memory Dataset from the kernel output ``(N_METRICS, H, M, B, S, O, P, L)``."""
+def build_dataset(spec: GridSpec, metrics: np.ndarray, attrs: dict | None = None, *,
+                  engines: list | None = None, costs: list | None = None) -> xr.Dataset:
+    """In-memory Dataset from the kernel output ``(N_METRICS, H, E, M, B, S, O, P, L)``
+    (``engines``, ``costs``: see :func:`coordinate_values`)."""
     dims = result_dims(spec)
+    _lazy_dask_probe()
     data_vars = {name: xr.Variable(dims, arr, VARIABLES[name].attrs())
                  for name, arr in metric_arrays(metrics, not spec.output_len_is_dim).items()}
-    return xr.Dataset(data_vars, coords=coordinates(spec), attrs=attrs if attrs is not None
-                      else provenance(spec))
+    return xr.Dataset(data_vars, coords=coordinates(spec, engines=engines, costs=costs),
+                      attrs=attrs if attrs is not None else provenance(spec, engines=engines))
+
+
+def _lazy_dask_probe() -> None:
+    """Let xarray check for dask arrays without importing ``dask.array`` before anything has.
+
+    xarray checks every new Variable's data against ``dask.array.Array`` and, when dask is
+    installed, imports ``dask.array`` for that check on first use (0.3-0.8 s on the reference
+    VM, about a quarter of a warm start), although an in-memory result holds no dask array.
+    This puts in xarray's cache of duck-array modules an entry for dask that answers the same
+    question from ``sys.modules``: the dask array type once ``dask.array`` is imported (by
+    anyone, for any reason), and no type before (when no dask array can exist). Nothing else
+    changes; when dask's entry is cached already, or xarray's internals differ from what is
+    expected here, this does nothing."""
+    if "dask.array" in sys.modules:
+        return
+    try:
+        from xarray.namedarray import pycompat
+
+        cache = pycompat._cached_duck_array_modules
+        base = pycompat.DuckArrayModule
+        version_type = pycompat.Version
+    except (ImportError, AttributeError):
+        return
+    if not isinstance(cache, dict) or "dask" in cache or not isinstance(base, type):
+        return
+
+    class LazyDask(base):
+        def __init__(self) -> None:  # no import: every attribute is looked up when read
+            pass
+
+        @property
+        def module(self):
+            return sys.modules.get("dask") if self.type else None
+
+        @property
+        def available(self) -> bool:
+            return bool(self.type)
+
+        @property
+        def type(self) -> tuple:
+            array = getattr(sys.modules.get("dask.array"), "Array", None)
+            return (array,) if isinstance(array, type) else ()
+
+        @property
+        def version(self):
+            mod = self.module
+            return version_type(mod.__version__ if mod is not None else "0.0.0")
+
+    cache.setdefault("dask", LazyDask())

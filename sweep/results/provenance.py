@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import math
 from importlib import metadata
@@ -11,34 +12,40 @@ from grids.hardware import catalog_hash
 from grids.spec import GridSpec
 
 
+@functools.cache
 def package_version() -> str:
+    """The installed distribution's version (looked up once per process)."""
     try:
         return metadata.version("accel-sweep")
     except metadata.PackageNotFoundError:  # running from a source tree
         return "0+source"
 
 
-def provenance(spec: GridSpec) -> dict[str, str]:
+def provenance(spec: GridSpec, *, engines: list | None = None) -> dict[str, str]:
     """Attributes saying what produced a result: version, spec, catalog hash, and the device
-    efficiencies and engine parameters in force (JSON, SI units)."""
+    efficiencies and engine parameters in force (JSON, SI units). ``engines``: the spec's
+    :meth:`~grids.spec.GridSpec.resolved_engines` when the caller has them already."""
     eff = {d.id: {"flops_efficiency": d.efficiency.flops_efficiency,
                   "flops_efficiency_by_dtype": dict(d.efficiency.flops_efficiency_by_dtype),
                   "bandwidth_efficiency": d.efficiency.bandwidth_efficiency,
                   "jitter": d.efficiency.jitter,
                   "capacity_fraction": d.efficiency.capacity_fraction,
                   "origin": d.efficiency.origin} for d in spec.hardware}
-    engines = {f"{d.id}/{r.engine}": _engine_record(r)
-               for d, row in zip(spec.hardware, spec.resolved_engines()) for r in row}
+    resolved = spec.resolved_engines() if engines is None else engines
+    engine_records = {f"{d.id}/{r.engine}": _engine_record(r)
+                      for d, row in zip(spec.hardware, resolved) for r in row}
+    version = package_version()
     return {
         "title": "accel-sweep result: LLM inference roofline over a parametric grid",
         "Conventions": "CF-1.8",
-        "source": f"accel-sweep {package_version()}",
-        "package_version": package_version(),
+        "source": f"accel-sweep {version}",
+        "package_version": version,
         "created_utc": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "catalog_sha256": catalog_hash(),
         "grid_spec_toml": spec.to_toml(),
         "efficiency_parameters_json": json.dumps(eff, sort_keys=True),
-        "engine_parameters_json": json.dumps(engines, sort_keys=True, default=_json_default),
+        "engine_parameters_json": json.dumps(engine_records, sort_keys=True,
+                                             default=_json_default),
         "output_len": "" if spec.output_len_is_dim else str(spec.output_len[0]),
         "prefill_chunk_tokens": str(spec.prefill_chunk),
         "model_reference": "docs/model.md of accel-sweep (roofline, first principles)",
