@@ -383,6 +383,15 @@ def task_cli(argv: list[str], argv0: str, grid: str | None = None,
             "process_age_s": process_age(), "self_peak_rss_bytes": vm_hwm()}
 
 
+def _rm_path(path: Path) -> None:
+    import shutil
+
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    elif path.exists():
+        path.unlink()
+
+
 def task_codecs(grid: str, workdir: str, reps: int = 3) -> dict:
     """Write the grid's result with every compression preset (netCDF and Zarr): write time
     (open to close, one thread) and compression ratio."""
@@ -404,8 +413,63 @@ def task_codecs(grid: str, workdir: str, reps: int = 3) -> dict:
                     else sum(f.stat().st_size for f in path.rglob("*") if f.is_file()))
             rows.append({"format": fmt, "compression": comp, "write_s": min(ts),
                          "points_per_s": ds["ttft"].size / min(ts), "bytes": size,
-                         "ratio": raw / size})
+                         "ratio_to_in_memory": raw / size})
+            _rm_path(path)
+    for r in rows:  # the compression ratio: against the same format uncompressed
+        none = next(x["bytes"] for x in rows if x["format"] == r["format"]
+                    and x["compression"] == "none")
+        r["ratio"] = none / r["bytes"]
     return {"grid": grid, "points": int(ds["ttft"].size), "raw_bytes": raw, "rows": rows}
+
+
+#: netCDF settings measured beside the presets: (compression, level, shuffle, chunk elements)
+NC_OPTIONS = [("zlib", 1, False, 1 << 20), ("zlib", 1, True, 1 << 20), ("zlib", 4, False, 1 << 20),
+              ("zlib", 4, True, 1 << 20), ("zlib", 1, False, 1 << 18), ("zlib", 1, False, 1 << 22),
+              ("zstd", 1, True, 1 << 20), ("zstd", 3, True, 1 << 20), (None, 0, False, 1 << 20)]
+
+
+def task_ncoptions(grid: str, workdir: str, reps: int = 1) -> dict:
+    """netCDF-4 written directly with netCDF4-python, every result variable (dtype and fill value
+    from the registry), for each of :data:`NC_OPTIONS`: write time (one thread, open to close)
+    and size. What shuffle, level and chunk size buy, beside the presets' choices."""
+    import netCDF4
+
+    import sweep
+    from sweep.results.files import storage_chunks
+    from sweep.results.variables import VARIABLES
+
+    ds = sweep.run(grid_spec(grid), progress=False, max_memory="8 GiB")
+    dims, shape = ds["ttft"].dims, ds["ttft"].shape
+    values = {name: np.asarray(ds[name].values) for name in VARIABLES}
+    path = Path(workdir) / "ncoptions.nc"
+    rows = []
+    for comp, level, shuffle, target in NC_OPTIONS:
+        chunks = storage_chunks(shape, target)
+        ts = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            nc = netCDF4.Dataset(path, "w", format="NETCDF4")
+            for d, n in zip(dims, shape):
+                nc.createDimension(d, n)
+            for name, meta in VARIABLES.items():
+                enc = meta.encoding(chunks)
+                kw = ({"compression": comp, "complevel": level, "shuffle": shuffle} if comp
+                      else {"compression": None})
+                v = nc.createVariable(name, np.dtype(enc["dtype"]), dims, chunksizes=chunks,
+                                      fill_value=enc["_FillValue"] if enc["_FillValue"] is not None
+                                      else False, **kw)
+                v[:] = values[name]
+            nc.close()
+            ts.append(time.perf_counter() - t0)
+        rows.append({"compression": comp or "none", "level": level, "shuffle": shuffle,
+                     "chunk_elements": int(np.prod(chunks)), "chunks": list(chunks),
+                     "write_s": min(ts), "bytes": path.stat().st_size})
+        path.unlink()
+    none = next(r["bytes"] for r in rows if r["compression"] == "none")
+    for r in rows:
+        r["ratio"] = none / r["bytes"]
+        r["points_per_s"] = int(np.prod(shape)) / r["write_s"]
+    return {"grid": grid, "points": int(np.prod(shape)), "rows": rows}
 
 
 TASKS = {name[5:]: fn for name, fn in globals().items() if name.startswith("task_")}

@@ -50,32 +50,47 @@ CASES = {
     },
 }
 
+#: layouts in the default grids of 6417765 and of later trees: the random point table draws from
+#: these, so both trees evaluate the same points
+TABLE_LAYOUTS = ["tp1", "tp2", "tp4", "tp8", "ep4", "ep8", "tp2-ep4", "tp8-off0.25", "tp8-pp16"]
+
 _CHILD = r"""
-import json, pickle, sys
+import json, pickle, sys, traceback
 import numpy as np, pandas as pd
 import sweep
 from sweep.execute.local import run_with_stats
 
-case, spec, out = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+case, spec, out, layouts = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
+errors = {}
 ds = sweep.run(spec, progress=False, max_memory="8 GiB")
 with open(f"{out}/{case}.pkl", "wb") as f:
     pickle.dump(ds, f)
 for fmt, ext in (("netcdf", ".nc"), ("zarr", ".zarr")):
-    r, _ = run_with_stats(spec, output=f"{out}/{case}{ext}", format=fmt, max_memory="4 MiB",
-                          progress=False)
-    r.close()
+    try:
+        r, _ = run_with_stats(spec, output=f"{out}/{case}{ext}", format=fmt, max_memory="4 MiB",
+                              progress=False)
+        r.close()
+    except Exception as exc:
+        errors[ext] = f"{type(exc).__name__}: {exc}"
+        traceback.print_exc()
 if case == "default":
     rng = np.random.default_rng(7)
-    pick = lambda d, n: [str(v) for v in rng.choice(ds[d].values, n)]
+    pick = lambda vals, n: [str(v) for v in rng.choice(np.asarray(vals), n)]
     n = 400
-    table = pd.DataFrame({"hardware": pick("hardware", n), "model": pick("model", n),
+    table = pd.DataFrame({"hardware": pick(ds["hardware"].values, n),
+                          "model": pick(ds["model"].values, n),
                           "batch": [str(int(b)) if i % 5 else "max"
                                     for i, b in enumerate(rng.choice(ds["batch"].values, n))],
                           "context": rng.choice(ds["context"].values, n),
                           "output_len": rng.integers(1, 2048, n),
-                          "precision": pick("precision", n), "parallelism": pick("parallelism", n)})
-    res = sweep.evaluate(table)
-    res.to_pickle(f"{out}/{case}-evaluate.pkl")
+                          "precision": pick(ds["precision"].values, n),
+                          "parallelism": pick(layouts, n)})
+    try:
+        sweep.evaluate(table).to_pickle(f"{out}/{case}-evaluate.pkl")
+    except Exception as exc:
+        errors["evaluate"] = f"{type(exc).__name__}: {exc}"
+with open(f"{out}/{case}-errors.json", "w") as f:
+    json.dump(errors, f)
 """
 
 
@@ -86,7 +101,8 @@ def run_tree(root: Path, out: Path) -> dict[str, str]:
     env["PYTHONPATH"] = str(root)
     failed = {}
     for case, spec in CASES.items():
-        p = subprocess.run([sys.executable, "-c", _CHILD, case, json.dumps(spec), str(out)],
+        p = subprocess.run([sys.executable, "-c", _CHILD, case, json.dumps(spec), str(out),
+                            json.dumps(TABLE_LAYOUTS)],
                            env=env, cwd=str(out), capture_output=True, text=True)
         if p.returncode != 0:
             failed[case] = (p.stderr.strip().splitlines() or ["?"])[-1][-400:]
@@ -133,10 +149,28 @@ def describe(d: dict) -> str:
     return text
 
 
+def common_labels(a, b, where: str) -> tuple:
+    """``a`` and ``b`` on the labels both have along every dim (a later tree's default grid may
+    have more layouts), and a note of what was left out."""
+    import xarray as xr
+
+    notes = []
+    for d in sorted(set(a.dims) & set(b.dims)):
+        na, nb = a.sizes[d], b.sizes[d]
+        if d in a.indexes and d in b.indexes:
+            common = a.indexes[d].intersection(b.indexes[d])
+            if len(common) != na or len(common) != nb:
+                notes.append(f"{d} {len(common)} common of {na} before / {nb} after")
+    if notes:
+        a, b = xr.align(a, b, join="inner")
+        return a, b, [f"{where}: compared on the common labels: {'; '.join(notes)}"]
+    return a, b, []
+
+
 def compare_datasets(a, b, where: str, diffs: dict | None = None) -> list[str]:
-    """Problems found comparing ``a`` (before) with ``b`` (after); per-variable value
-    differences also go to ``diffs[(where, name)]``."""
-    problems = []
+    """Problems found comparing ``a`` (before) with ``b`` (after), on their common labels;
+    per-variable value differences also go to ``diffs[(where, name)]``."""
+    a, b, problems = common_labels(a, b, where)
     if set(a.data_vars) != set(b.data_vars):
         problems.append(f"{where}: variables only in one: "
                         f"{sorted(set(a.data_vars) ^ set(b.data_vars))}")
@@ -158,7 +192,8 @@ def compare_datasets(a, b, where: str, diffs: dict | None = None) -> list[str]:
             problems.append(f"{where}: coordinate {name} only in one")
             continue
         xa, xb = np.asarray(a[name].values), np.asarray(b[name].values)
-        if xa.shape != xb.shape or not np.array_equal(xa, xb):
+        if xa.shape != xb.shape or not np.array_equal(
+                xa, xb, equal_nan=xa.dtype.kind == "f" and xb.dtype.kind == "f"):
             problems.append(f"{where}: coordinate {name} values differ")
         if _attrs(a[name].attrs) != _attrs(b[name].attrs):
             problems.append(f"{where}: coordinate {name} attributes differ")
@@ -191,6 +226,14 @@ def compare(before: Path, after: Path, skip: set[str] = frozenset(),
         for ext, opener in ((".nc", lambda p: xr.open_dataset(p, engine="netcdf4",
                                                               mask_and_scale=False)),
                             (".zarr", lambda p: xr.open_zarr(p, mask_and_scale=False))):
+            missing = [lab for lab, d in (("before", before), ("after", after))
+                       if not (d / f"{case}{ext}").exists()]
+            if missing:
+                errs = {lab: json.loads((d / f"{case}-errors.json").read_text()).get(ext, "?")
+                        for lab, d in (("before", before), ("after", after)) if lab in missing}
+                problems.append(f"{case} ({ext} file): not written by the "
+                                + "; ".join(f"{lab} tree ({e})" for lab, e in errs.items()))
+                continue
             with opener(before / f"{case}{ext}") as x, opener(after / f"{case}{ext}") as y:
                 problems += compare_datasets(x.load(), y.load(), f"{case} ({ext} file)")
             with opener(after / f"{case}{ext}") as y:  # the file holds the in-memory result

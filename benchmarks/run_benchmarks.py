@@ -340,7 +340,8 @@ def fig_large(trees: list[Tree], grid: str) -> dict:
             r["summary_fraction"] = (r["summary_s"] / r["process_wall_s"]
                                      if r.get("summary_s") is not None else None)
             r["points_per_s"] = r["points"] / r["process_wall_s"] if r["points"] else None
-            _log(f"  large {t.label}: {r['process_wall_s']:.1f} s, summary {r['summary_s']:.2f} s")
+            _log(f"  large {t.label}: {r['process_wall_s']:.1f} s, summary "
+                 f"{r['summary_s'] if r['summary_s'] is None else round(r['summary_s'], 2)} s")
         res[t.label] = r
     return res
 
@@ -363,8 +364,9 @@ def _ok(rows: list[dict]) -> list[dict]:
     return [r for r in rows if "error" not in r]
 
 
-def _thread_rates(kernel_fig: dict) -> dict[int, float]:
-    return {int(row["threads"]): row["points_per_s"] for row in kernel_fig.get("rows", [])}
+def _thread_rates(kernel_fig: dict) -> dict[str, float]:
+    """{threads: points/s}, keyed by strings (as the JSON keeps them)."""
+    return {str(row["threads"]): row["points_per_s"] for row in kernel_fig.get("rows", [])}
 
 
 def summarise(fig: dict, labels: list[str]) -> dict:
@@ -438,7 +440,7 @@ def _bound_rates(res: dict) -> dict | None:
     if not b or "bound" not in b:
         return None
     arith = 1.0 / b["bound"]["seconds_per_point"]
-    k1 = s.get(f"kernel_{BENCH}", {}).get(1)
+    k1 = s.get(f"kernel_{BENCH}", {}).get("1")
     fill = s.get(f"fill_{BENCH}")
     return {"arith_points_per_s": arith, "fill_points_per_s": fill, "kernel_1t_points_per_s": k1,
             "kernel_vs_arith": k1 / arith if k1 else None,
@@ -557,12 +559,20 @@ def table_rows(res: dict) -> list[tuple[str, ...]]:
                     (DEFAULT, "default grid")):
         for th in (1, 2):
             rows.append((f"kernel, {name}, {th} thread(s), output preallocated",
-                         *per(lambda s, g=g, th=th: _rate(s[f"kernel_{g}"][th])), "", ""))
+                         *per(lambda s, g=g, th=th: _rate(s[f"kernel_{g}"][str(th)])), "", ""))
     b = _bound_rates(res)
     if b:
         def pct(x):
             return "n/a" if x is None else f"{100 * x:.0f}%"
 
+        c = res["figures"]["bounds"]["counts"]["per_point"]
+        trans = sum(c.get(k, 0.0) for k in ("sqrt", "exp", "log", "log1p", "pow"))
+        rows.append((f"operations per point, counted ({res['figures']['bounds']['counts']['combos']}"
+                     " random combinations, bit-identical to the kernel: "
+                     f"{'yes' if b['bit_identical'] else '**no**'})", *blank,
+                     f"{c.get('div', 0):.1f} div, {trans:.2f} sqrt/exp/log/pow, "
+                     f"{c.get('mul', 0) + c.get('add', 0):.0f} mul/add, "
+                     f"{c.get('minmax', 0):.1f} min/max, {c.get('store', 0):.1f} stores", "", ""))
         rows += [
             ("arithmetic bound, 1 thread (counted divisions, transcendentals, other flops and "
              "stores per point x their measured cost)", *blank, _rate(b["arith_points_per_s"]),
@@ -591,6 +601,14 @@ def table_rows(res: dict) -> list[tuple[str, ...]]:
     for r in cod.get("rows", []):
         rows.append((f"write the default grid's result ({cod['points']:,} points), {r['format']} "
                      f"{r['compression']}", *blank,
+                     f"{r['write_s']:.1f} s ({_rate(r['points_per_s'])}), ratio {r['ratio']:.1f}",
+                     "", ""))
+    nco = res["figures"].get("ncoptions", {})
+    for r in nco.get("rows", []):
+        how = ("uncompressed" if r["compression"] == "none" else
+               f"{r['compression']} level {r['level']}, shuffle {'on' if r['shuffle'] else 'off'}")
+        rows.append((f"netCDF written directly, default grid: {how}, chunks of "
+                     f"{r['chunk_elements']:,} values", *blank,
                      f"{r['write_s']:.1f} s ({_rate(r['points_per_s'])}), ratio {r['ratio']:.1f}",
                      "", ""))
     return rows
@@ -651,7 +669,7 @@ SKIPPABLE = {
     "inmem": "the in-memory end-to-end run",
     "stream": "the streamed end-to-end runs (Zarr, netCDF)",
     "large": "the 1e8-point streamed CLI run (several minutes per tree)",
-    "codecs": "the compression presets",
+    "codecs": "the compression presets and the netCDF shuffle/level/chunking settings",
 }
 
 
@@ -749,6 +767,10 @@ def main(argv: list[str] | None = None) -> int:
             _log("compression presets (after) ...")
             fig["codecs"] = after.attempt(after.child, "codecs", grid=DEFAULT, workdir=str(work),
                                           reps=reps)
+            save_partial()
+            _log("netCDF shuffle / level / chunking (after) ...")
+            fig["ncoptions"] = after.attempt(after.child, "ncoptions", grid=DEFAULT,
+                                             workdir=str(work), reps=1)
             save_partial()
     finally:
         shutil.rmtree(work, ignore_errors=True)

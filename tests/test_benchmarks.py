@@ -141,3 +141,21 @@ def test_value_diff_reports_the_largest_relative_difference():
     assert d["differ"] == 1 and d["nan_only_before"] == 0 and d["nan_only_after"] == 0
     assert abs(d["max_abs"] - 0.5) < 1e-12 and abs(d["max_rel"] - 0.2) < 1e-12
     assert "1 of 4 values differ" in ci.describe(d)
+
+
+def test_datasets_with_different_labels_are_compared_on_the_common_ones():
+    import xarray as xr
+
+    v = np.arange(4, dtype=np.float32).reshape(2, 2)
+    before = xr.Dataset({"tpot": (("model", "parallelism"), v)},
+                        coords={"model": ["a", "b"], "parallelism": ["tp1", "tp2"]})
+    # a layout only the after tree has: left out of the comparison
+    after = before.reindex(parallelism=["tp1", "tp2", "tp4"], fill_value=-1.0)
+    diffs: dict = {}
+    problems = ci.compare_datasets(before, after, "case", diffs)
+    assert len(problems) == 1 and "parallelism 2 common of 2 before / 3 after" in problems[0]
+    assert diffs == {}
+    after["tpot"].loc[{"parallelism": "tp2", "model": "b"}] = 99.0
+    problems = ci.compare_datasets(before, after, "case", diffs)
+    assert any("tpot: 1 of 4 values differ" in p for p in problems)
+    assert diffs[("case", "tpot")]["differ"] == 1
