@@ -273,10 +273,11 @@ def by_variable(diffs: dict) -> list[str]:
     lines = []
     for name in sorted(names):
         rows = names[name]
-        worst = max((d.get("max_rel", float("nan")) for _, d in rows), default=float("nan"))
+        rel = [d["max_rel"] for _, d in rows if "max_rel" in d]
+        worst = f"; max rel {max(rel):.3g}" if rel else ""
         n = sum(d["differ"] for _, d in rows)
-        lines.append(f"  {name:24s} {n:>12,} values differ in {len(rows)} result(s); max rel "
-                     f"{worst:.3g}: " + "; ".join(where for where, _ in rows))
+        lines.append(f"  {name:24s} {n:>12,} values differ in {len(rows)} result(s){worst}: "
+                     + "; ".join(where for where, _ in rows))
     return lines
 
 

@@ -1,15 +1,16 @@
-"""accel-sweep performance benchmark: one command, every figure measured in the same run, for this
-source tree ("after") and, with ``--before DIR``, for an earlier checkout ("before").
+"""accel-sweep performance benchmark: issue 15's figures, every one measured in the same session,
+for this source tree ("after") and, with ``--before DIR``, for an earlier checkout ("before").
 
     PYTHONPATH=. python3 benchmarks/run_benchmarks.py --before /tmp/base   # before and after
+    PYTHONPATH=. python3 benchmarks/run_benchmarks.py --quick --before /tmp/base   # ~6 min
     PYTHONPATH=. python3 benchmarks/run_benchmarks.py                      # this tree only
-    PYTHONPATH=. python3 benchmarks/run_benchmarks.py --quick              # smaller, 1 rep cold
     PYTHONPATH=. python3 benchmarks/run_benchmarks.py --markdown           # table of latest.json
 
 Every figure runs in fresh interpreters (``benchmarks/_child.py``), each tree with its own numba
 cache; before and after alternate rep by rep so that both see the same load. Timings are the
-minimum of ``--reps`` runs (3 by default; ``--quick`` 1 for the cold starts). Prints a table and
-writes ``benchmarks/results/latest.json``. See benchmarks/README.md for what each figure means and
+minimum of ``--reps`` runs (3 by default, 1 with ``--quick``; cold starts 1 with ``--before``).
+A figure a tree cannot produce is n/a (the reason is in the JSON). Prints a table and writes
+``benchmarks/results/latest.json``. See benchmarks/README.md for what each figure means and
 docs/performance.md for the numbers and what limits them.
 """
 
@@ -39,8 +40,8 @@ RESULTS = ROOT / "benchmarks" / "results" / "latest.json"
 #: grid's 20,160 (device, model, precision, layout) combinations x 43 batch x 30 context values,
 #: 2.3 GB in memory) and a 1.0e8-point grid (x 80 x 62) for the large streamed run (8.8 GB)
 BENCH, DEFAULT, E2E, LARGE = "bench", "default", "linear:43:30", "linear:80:62"
-#: the end-to-end grid of ``--quick`` (8.1e6 points)
-E2E_QUICK = "linear:20:20"
+#: the end-to-end grid of ``--quick`` (4.5e6 points)
+E2E_QUICK = "linear:15:15"
 WARM_SPEC = {"hardware": ["h100-sxm", "mi300x"], "model": ["llama-3.1-8b", "mixtral-8x7b"],
              "batch": [1, 8, 64], "context": [1024, 8192], "precision": ["bf16", "fp8"],
              "parallelism": ["tp1", "tp2-ep4"]}
@@ -214,7 +215,9 @@ def _cli_row(r: dict) -> dict:
 
 
 def _show(r: dict) -> str:
-    return "n/a" if "error" in r else f"{r['process_wall_s']:.1f} s"
+    if "process_wall_s" in r:
+        return f"{r['process_wall_s']:.1f} s"
+    return "not run (--quick)" if "note" in r else "n/a"
 
 
 def _retire(cache: Path, into: Path | None) -> None:
@@ -230,13 +233,17 @@ START_KEYS = ("cold_run", "install", "installed_run", "evaluate_cold", "warm_run
               "evaluate_warm")
 
 
-def fig_start(trees: list[Tree], reps: int, cold_reps: int) -> dict:
+def fig_start(trees: list[Tree], reps: int, cold_reps: int, build: bool = True) -> dict:
     """Cold `sweep run` of the default grid, two ways: (a) an empty numba cache (an editable or
     development checkout: the kernels compile), (b) after install (a cache built beforehand by
     ``python -m kernels`` in a separate process into the same ``NUMBA_CACHE_DIR``, as
     ``pip install .`` does); the first ``sweep.evaluate`` (empty cache); then on each tree's own
     warm cache: `sweep run` again (printed vs real wall time), the warm start (small grid) and
-    ``sweep.evaluate`` again; the compiled variants per entry point."""
+    ``sweep.evaluate`` again; the compiled variants per entry point.
+
+    ``build=False`` (``--quick``): the cache of (b) is the union of the caches the cold run and
+    the cold ``sweep.evaluate`` built (the same entries ``python -m kernels`` compiles, one
+    signature each), so the build is not run and timed a second time."""
     res: dict = {t.label: {k: [] for k in START_KEYS} for t in trees}
     out_name = "sweep-default.nc"
     cli = ["-m", "sweep.cli", "run", "-o", out_name, "--no-progress", "--overwrite"]
@@ -244,28 +251,34 @@ def fig_start(trees: list[Tree], reps: int, cold_reps: int) -> dict:
         for t in trees:
             r = res[t.label]
             keep = rep == cold_reps - 1  # the last rep's caches become the tree's own cache
-            cache = _fresh_cache(t)
-            r["cold_run"].append(_cli_row(t.attempt(t.run, cli, cache=cache)))
+            cache_run = _fresh_cache(t)
+            r["cold_run"].append(_cli_row(t.attempt(t.run, cli, cache=cache_run)))
             _log(f"  {t.label}: cold `sweep run` (empty cache) {_show(r['cold_run'][-1])}")
-            _retire(cache, t.cache if keep else None)
+            cache_eval = _fresh_cache(t)
+            r["evaluate_cold"].append(t.attempt(t.child, "evaluate", cache=cache_eval))
+            _log(f"  {t.label}: first sweep.evaluate (empty cache) {_show(r['evaluate_cold'][-1])}")
             cache = _fresh_cache(t)
             # (the file is checked first: the venv's editable install could supply another
             # tree's kernels/__main__.py)
-            b = (t.attempt(t.run, ["-m", "kernels"], cache=cache)
-                 if (t.root / "kernels" / "__main__.py").exists()
-                 else {"error": "no install-time build step (`python -m kernels`) in this tree"})
-            r["install"].append({k: b[k] for k in ("process_wall_s", "stdout", "error") if k in b})
+            if not (t.root / "kernels" / "__main__.py").exists():
+                b = {"error": "no install-time build step (`python -m kernels`) in this tree"}
+            elif build:
+                b = t.attempt(t.run, ["-m", "kernels"], cache=cache)
+            else:
+                for part in (cache_run, cache_eval):
+                    shutil.copytree(part, cache, dirs_exist_ok=True)
+                b = {"note": "--quick: the install build not run; its cache assembled from the "
+                             "cold run's and the cold evaluate's caches"}
+            r["install"].append({k: b[k] for k in ("process_wall_s", "stdout", "error", "note")
+                                 if k in b})
             if "error" in b:
                 r["installed_run"].append({"error": b["error"]})
             else:
                 r["installed_run"].append(_cli_row(t.attempt(t.run, cli, cache=cache)))
             _log(f"  {t.label}: install build {_show(b)}, then `sweep run` "
                  f"{_show(r['installed_run'][-1])}")
-            _retire(cache, t.cache if keep else None)
-            cache = _fresh_cache(t)
-            r["evaluate_cold"].append(t.attempt(t.child, "evaluate", cache=cache))
-            _log(f"  {t.label}: first sweep.evaluate (empty cache) {_show(r['evaluate_cold'][-1])}")
-            _retire(cache, t.cache if keep else None)
+            for c in (cache_run, cache_eval, cache):
+                _retire(c, t.cache if keep else None)
     for t in trees:  # the trees' own caches, warm from here on; the variants counted once
         t.attempt(t.run, cli)
         res[t.label]["variants"] = v = t.attempt(t.child, "evaluate", variants=True)
@@ -463,7 +476,8 @@ TARGETS = [
      "compiles)", "<= 5 s", lambda s: s["cold_run_s"], lambda v: v <= 5.0),
     ("installed_run", "cold first `sweep run`, default grid, after install (cache built by "
      "`python -m kernels`)", "<= 5 s", lambda s: s["installed_run_s"], lambda v: v <= 5.0),
-    ("install_build", "  the install-time build (`python -m kernels`, empty cache)", "",
+    ("install_build", "  the install-time build (`python -m kernels`, empty cache; not run with "
+     "--quick)", "",
      lambda s: s["install_build_s"], lambda v: True),
     ("evaluate_cold", "first `sweep.evaluate()` (12 rows, one 'max'; empty cache, fresh process)",
      "<= 20 s", lambda s: s["evaluate_cold_s"], lambda v: v <= 20.0),
@@ -731,7 +745,7 @@ def main(argv: list[str] | None = None) -> int:
         if "start" not in skip:
             _log("JIT: cold `sweep run` (empty cache; after install), first sweep.evaluate, warm "
                  "runs ...")
-            fig["start"] = fig_start(trees, reps, cold_reps)
+            fig["start"] = fig_start(trees, reps, cold_reps, build=not args.quick)
             save_partial()
         else:  # warm the trees' caches for what follows
             for t in trees:
