@@ -1,12 +1,17 @@
-"""accel-sweep performance benchmark: one command, every figure measured in the same run.
+"""accel-sweep performance benchmark: issue 15's figures, every one measured in the same session,
+for this source tree ("after") and, with ``--before DIR``, for an earlier checkout ("before").
 
-    PYTHONPATH=. python3 benchmarks/run_benchmarks.py            # full run (< 10 min on 2 cores)
-    PYTHONPATH=. python3 benchmarks/run_benchmarks.py --quick    # ~1-2 min, smaller grids
-    PYTHONPATH=. python3 benchmarks/run_benchmarks.py --markdown # print the table of latest.json
+    PYTHONPATH=. python3 benchmarks/run_benchmarks.py --before /tmp/base   # before and after
+    PYTHONPATH=. python3 benchmarks/run_benchmarks.py --quick --before /tmp/base   # ~6 min
+    PYTHONPATH=. python3 benchmarks/run_benchmarks.py                      # this tree only
+    PYTHONPATH=. python3 benchmarks/run_benchmarks.py --markdown           # table of latest.json
 
-Prints a table and writes ``benchmarks/results/latest.json`` (every figure, the targets, met or
-not, machine info). See benchmarks/README.md for what each figure means and docs/performance.md
-for the latest numbers and what limits each of them.
+Every figure runs in fresh interpreters (``benchmarks/_child.py``), each tree with its own numba
+cache; before and after alternate rep by rep so that both see the same load. Timings are the
+minimum of ``--reps`` runs (3 by default, 1 with ``--quick``; cold starts 1 with ``--before``).
+A figure a tree cannot produce is n/a (the reason is in the JSON). Prints a table and writes
+``benchmarks/results/latest.json``. See benchmarks/README.md for what each figure means and
+docs/performance.md for the numbers and what limits them.
 """
 
 from __future__ import annotations
@@ -17,76 +22,33 @@ import datetime as _dt
 import json
 import os
 import platform
+import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import threading
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
+CHILD = Path(__file__).resolve().parent / "_child.py"
 RESULTS = ROOT / "benchmarks" / "results" / "latest.json"
-TIME_BUDGET_S = 570.0  # the whole benchmark must finish in < 10 min
 
-#: the ~10^7-point benchmark grid: the built-in default grid (all catalog devices, its 15
-#: models, batch 1..1024 and context 128..128k in powers of two, 3 precisions, 10 layouts) with
-#: 7 output lengths as an extra dim
-OUTPUT_LENS = [64, 128, 256, 512, 1024, 2048, 4096]
-
-
-def bench_spec(nb: int | None = None, ns: int | None = None) -> dict:
-    """The benchmark grid; with (nb, ns) the batch and context axes are replaced by linear ranges
-    of that many values and output_len is 256 (same devices, models, precisions and layouts:
-    devices x 15 x 3 x 10 combinations per (batch, context)), for the scaling and out-of-core
-    sizes."""
-    from grids.spec import DEFAULT_SPEC
-
-    spec = {k: v for k, v in DEFAULT_SPEC.items() if k != "name"}
-    spec["name"] = "benchmark"
-    if nb is None:
-        spec["output_len"] = list(OUTPUT_LENS)
-        return spec
-    spec["batch"] = {"from": 1, "to": 1024, "scale": "linear", "num": nb}
-    spec["context"] = {"from": 128, "to": 131072, "scale": "linear", "num": ns}
-    spec["output_len"] = 256
-    return spec
-
-
-#: (batch values, context values) giving ~10^4 .. 10^9 points (x 14,400 = 32 catalog devices x
-#: 15 models x 3 precisions x 10 layouts)
-SIZES = {
-    "1e4": (1, 1),        # 14,400
-    "1e5": (3, 3),        # 129,600
-    "1e6": (9, 10),       # 1,296,000
-    "1e7": (30, 30),      # 12,960,000
-    "1e8": (90, 99),      # 128,304,000
-    "1e9": (300, 300),    # 1,296,000,000
-}
-
-
-# --------------------------------------------------------------------------------------------
-# helpers
+#: grids (see _child.grid_spec): the kernel's benchmark grid (the default grid x 7 output lengths,
+#: 1.7e7 points), the default grid (2.4e6), a 2.6e7-point grid for the end-to-end runs (the default
+#: grid's 20,160 (device, model, precision, layout) combinations x 43 batch x 30 context values,
+#: 2.3 GB in memory) and a 1.0e8-point grid (x 80 x 62) for the large streamed run (8.8 GB)
+BENCH, DEFAULT, E2E, LARGE = "bench", "default", "linear:43:30", "linear:80:62"
+#: the end-to-end grid of ``--quick`` (4.5e6 points)
+E2E_QUICK = "linear:15:15"
+WARM_SPEC = {"hardware": ["h100-sxm", "mi300x"], "model": ["llama-3.1-8b", "mixtral-8x7b"],
+             "batch": [1, 8, 64], "context": [1024, 8192], "precision": ["bf16", "fp8"],
+             "parallelism": ["tp1", "tp2-ep4"]}
 
 
 def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-def _times(fn, reps: int) -> list[float]:
-    out = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
 
 
 def _cpu_model() -> str:
@@ -100,11 +62,8 @@ def _cpu_model() -> str:
 
 
 def machine_info() -> dict:
-    import dask
     import numba
     import numpy
-    import xarray
-    import zarr
 
     try:
         import psutil
@@ -112,64 +71,12 @@ def machine_info() -> dict:
         mem = psutil.virtual_memory().total
     except ImportError:  # pragma: no cover
         mem = None
-    return {
-        "cpu_count": os.cpu_count(),
-        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "cpu_model": _cpu_model(),
-        "memory_bytes": mem,
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "numba": numba.__version__,
-        "numba_threads": numba.config.NUMBA_NUM_THREADS,
-        "kernel_threads": _kernel_threads(),
-        "numba_threading_layer": _threading_layer(),
-        "numpy": numpy.__version__,
-        "xarray": xarray.__version__,
-        "zarr": zarr.__version__,
-        "dask": dask.__version__,
-        "load_average_start": list(os.getloadavg()),
-    }
-
-
-def _threading_layer() -> str:
-    import numba
-
-    try:
-        return numba.threading_layer()
-    except ValueError:
-        return "not initialised"
-
-
-def _grid_args(gr):
-    """``kernels.evaluate_grid`` arguments of a whole grid: every platform row (hardware x
-    engine, hardware-major) and its (platform, precision) px rows."""
-    t = gr.tables
-    return (t.hw, t.md, t.px, gr.batch, gr.context, gr.output_len, t.pr, t.ly)
-
-
-def _kernel_shape(gr) -> tuple[int, ...]:
-    """Shape of ``evaluate_grid``'s output without the metric axis: the spec's dims with
-    hardware and engine merged into one platform axis."""
-    return (gr.shape[0] * gr.shape[1], *gr.shape[2:])
-
-
-def _metric(name: str) -> int:
-    from kernels.params import METRICS
-
-    return METRICS.index(name)
-
-
-def _n_metrics() -> int:
-    from kernels.params import METRICS
-
-    return len(METRICS)
-
-
-def _gridrun(spec):
-    from grids.spec import load_spec
-    from sweep.execute.grid import GridRun
-
-    return GridRun(load_spec(spec))
+    return {"cpu_count": os.cpu_count(),
+            "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+            else None,
+            "cpu_model": _cpu_model(), "memory_bytes": mem, "platform": platform.platform(),
+            "python": platform.python_version(), "numba": numba.__version__,
+            "numpy": numpy.__version__, "load_average_start": list(os.getloadavg())}
 
 
 class _RSSMonitor:
@@ -206,572 +113,693 @@ class _RSSMonitor:
         return self.peak
 
 
-def _run_child(script: str, env: dict | None = None, timeout: float = 900.0) -> dict:
-    """Run ``script`` in a fresh interpreter; returns its last stdout line (JSON) plus the wall
-    time from process start to exit and the peak RSS of its process tree."""
-    full_env = {**os.environ, **(env or {})}
-    full_env["PYTHONPATH"] = str(ROOT) + (os.pathsep + full_env["PYTHONPATH"]
-                                          if full_env.get("PYTHONPATH") else "")
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write(script)
-        path = f.name
-    try:
+class Tree:
+    """A source tree to measure, with its own numba cache and working directory."""
+
+    def __init__(self, label: str, root: Path, work: Path) -> None:
+        self.label = label
+        self.root = root.resolve()
+        self.work = work / label
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.cache = self.work / "numba-cache"
+
+    def env(self, cache: Path | None = None) -> dict:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "NUMBA_CACHE_DIR")}
+        env["PYTHONPATH"] = str(self.root)
+        env["NUMBA_CACHE_DIR"] = str(cache or self.cache)
+        return env
+
+    def run(self, argv: list[str], *, cache: Path | None = None, timeout: float = 1800.0
+            ) -> dict:
+        """Run ``python ARGV`` in a fresh interpreter; returns its last stdout line as JSON (when
+        it is JSON), its stdout, the process wall time (start to exit) and the tree's peak RSS."""
         t0 = time.perf_counter()
-        p = subprocess.Popen([sys.executable, path], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=full_env, cwd=str(ROOT))
+        p = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=self.env(cache),
+                             cwd=str(self.work))
         mon = _RSSMonitor(p.pid)
         try:
             out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             p.kill()
             out, err = p.communicate()
-            raise RuntimeError(f"benchmark child timed out after {timeout} s") from None
+            raise ChildFailed(f"{self.label}: {argv[:2]} timed out after {timeout} s") from None
         finally:
             peak = mon.stop()
         wall = time.perf_counter() - t0
-    finally:
-        os.unlink(path)
-    if p.returncode != 0:
-        raise RuntimeError(f"benchmark child failed ({p.returncode}):\n{err[-3000:]}")
-    res = json.loads(out.strip().splitlines()[-1])
-    res["process_wall_s"] = wall
-    res["tree_peak_rss_bytes"] = peak
+        if p.returncode != 0:
+            raise ChildFailed(f"{self.label}: {' '.join(argv[:3])[:200]} failed ({p.returncode}): "
+                              + (err.strip().splitlines() or ["?"])[-1][-500:])
+        res: dict = {}
+        last = out.strip().splitlines()[-1] if out.strip() else ""
+        if last.startswith("{"):
+            res = json.loads(last)
+        res.update(process_wall_s=wall, tree_peak_rss_bytes=peak, stdout=out[-4000:],
+                   stderr=err[-2000:], load_average=os.getloadavg())
+        return res
+
+    def child(self, task: str, cache: Path | None = None, timeout: float = 1800.0, **args
+              ) -> dict:
+        return self.run([str(CHILD), task, json.dumps(args)], cache=cache, timeout=timeout)
+
+    def attempt(self, what, *a, **kw) -> dict:
+        """``what(*a, **kw)`` (``self.run`` or ``self.child``), or ``{"error": ...}`` when this
+        tree cannot produce the figure (an earlier API, a missing module): reported as n/a."""
+        try:
+            return what(*a, **kw)
+        except ChildFailed as exc:
+            _log(f"  n/a: {exc}")
+            return {"error": str(exc)}
+
+
+class ChildFailed(RuntimeError):
+    """A measurement process failed (the figure is n/a for that tree)."""
+
+
+def _fresh_cache(tree: Tree) -> Path:
+    return Path(tempfile.mkdtemp(prefix="cold-cache-", dir=tree.work))
+
+
+def _best(rows: list[dict], key: str) -> dict | None:
+    """The row with the smallest ``key`` among those that have it (None: none has)."""
+    ok = [r for r in rows if r.get(key) is not None]
+    return min(ok, key=lambda r: r[key]) if ok else None
+
+
+def _min(rows: list[dict], key: str) -> float | None:
+    b = _best(rows, key)
+    return None if b is None else b[key]
+
+
+_WALL = re.compile(r"wall time\s*:\s*([0-9.]+) s")
+_SUMMARY = re.compile(r"summary\s+([0-9.]+) s")
+
+
+def _printed_wall(stdout: str) -> float | None:
+    m = _WALL.search(stdout or "")
+    return float(m.group(1)) if m else None
+
+
+def _printed_summary(stdout: str) -> float | None:
+    line = next((ln for ln in (stdout or "").splitlines() if ln.startswith("wall time")), "")
+    m = _SUMMARY.search(line)
+    return float(m.group(1)) if m else None
+
+
+def _cli_row(r: dict) -> dict:
+    if "error" in r:
+        return r
+    return {"process_wall_s": r["process_wall_s"], "printed_wall_s": _printed_wall(r["stdout"]),
+            "printed_summary_s": _printed_summary(r["stdout"]), "stdout": r["stdout"],
+            "stderr": r["stderr"][-600:], "load_average": r["load_average"]}
+
+
+def _show(r: dict) -> str:
+    if "process_wall_s" in r:
+        return f"{r['process_wall_s']:.1f} s"
+    return "not run (--quick)" if "note" in r else "n/a"
+
+
+def _retire(cache: Path, into: Path | None) -> None:
+    """Remove a cold-start cache, after merging it into ``into`` (the tree's own cache, so that
+    warming it does not compile again; the same tree compiles the same entries)."""
+    if into is not None:
+        shutil.copytree(cache, into, dirs_exist_ok=True)
+    shutil.rmtree(cache, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------ figures
+START_KEYS = ("cold_run", "install", "installed_run", "evaluate_cold", "warm_run", "warm_start",
+              "evaluate_warm")
+
+
+def fig_start(trees: list[Tree], reps: int, cold_reps: int, build: bool = True) -> dict:
+    """Cold `sweep run` of the default grid, two ways: (a) an empty numba cache (an editable or
+    development checkout: the kernels compile), (b) after install (a cache built beforehand by
+    ``python -m kernels`` in a separate process into the same ``NUMBA_CACHE_DIR``, as
+    ``pip install .`` does); the first ``sweep.evaluate`` (empty cache); then on each tree's own
+    warm cache: `sweep run` again (printed vs real wall time), the warm start (small grid) and
+    ``sweep.evaluate`` again; the compiled variants per entry point.
+
+    ``build=False`` (``--quick``): the cache of (b) is the union of the caches the cold run and
+    the cold ``sweep.evaluate`` built (the same entries ``python -m kernels`` compiles, one
+    signature each), so the build is not run and timed a second time."""
+    res: dict = {t.label: {k: [] for k in START_KEYS} for t in trees}
+    out_name = "sweep-default.nc"
+    cli = ["-m", "sweep.cli", "run", "-o", out_name, "--no-progress", "--overwrite"]
+    for rep in range(cold_reps):
+        for t in trees:
+            r = res[t.label]
+            keep = rep == cold_reps - 1  # the last rep's caches become the tree's own cache
+            cache_run = _fresh_cache(t)
+            r["cold_run"].append(_cli_row(t.attempt(t.run, cli, cache=cache_run)))
+            _log(f"  {t.label}: cold `sweep run` (empty cache) {_show(r['cold_run'][-1])}")
+            cache_eval = _fresh_cache(t)
+            r["evaluate_cold"].append(t.attempt(t.child, "evaluate", cache=cache_eval))
+            _log(f"  {t.label}: first sweep.evaluate (empty cache) {_show(r['evaluate_cold'][-1])}")
+            cache = _fresh_cache(t)
+            # (the file is checked first: the venv's editable install could supply another
+            # tree's kernels/__main__.py)
+            if not (t.root / "kernels" / "__main__.py").exists():
+                b = {"error": "no install-time build step (`python -m kernels`) in this tree"}
+            elif build:
+                b = t.attempt(t.run, ["-m", "kernels"], cache=cache)
+            else:
+                for part in (cache_run, cache_eval):
+                    shutil.copytree(part, cache, dirs_exist_ok=True)
+                b = {"note": "--quick: the install build not run; its cache assembled from the "
+                             "cold run's and the cold evaluate's caches"}
+            r["install"].append({k: b[k] for k in ("process_wall_s", "stdout", "error", "note")
+                                 if k in b})
+            if "error" in b:
+                r["installed_run"].append({"error": b["error"]})
+            else:
+                r["installed_run"].append(_cli_row(t.attempt(t.run, cli, cache=cache)))
+            _log(f"  {t.label}: install build {_show(b)}, then `sweep run` "
+                 f"{_show(r['installed_run'][-1])}")
+            for c in (cache_run, cache_eval, cache):
+                _retire(c, t.cache if keep else None)
+    for t in trees:  # the trees' own caches, warm from here on; the variants counted once
+        t.attempt(t.run, cli)
+        res[t.label]["variants"] = v = t.attempt(t.child, "evaluate", variants=True)
+        _log(f"  {t.label}: compiled variants {v.get('variants', 'n/a')}")
+    for _ in range(reps):
+        for t in trees:
+            r = res[t.label]
+            r["warm_run"].append(_cli_row(t.attempt(t.run, cli)))
+            r["warm_start"].append(t.attempt(t.child, "warm", spec=WARM_SPEC))
+            r["evaluate_warm"].append(t.attempt(t.child, "evaluate"))
+    for t in trees:
+        with contextlib.suppress(OSError):
+            (t.work / out_name).unlink()
     return res
 
 
-# --------------------------------------------------------------------------------------------
-# 1-3: kernel throughput, write bound, thread scaling
+def fig_kernel(trees: list[Tree], reps: int, grids: tuple[str, ...]) -> dict:
+    res: dict = {t.label: {} for t in trees}
+    for g in grids:
+        for t in trees:
+            r = res[t.label][g] = t.attempt(t.child, "kernel", grid=g, reps=reps)
+            if "rows" in r:
+                _log(f"  kernel {t.label} {g}: " + ", ".join(
+                    f"{row['threads']}t {row['points_per_s'] / 1e6:.1f}" for row in r["rows"])
+                    + " M points/s")
+    return res
 
 
-def _kernel_threads() -> int:
-    import kernels
-
-    return kernels.num_threads()
-
-
-def bench_kernel(reps: int) -> tuple[dict, dict, dict, np.ndarray, object]:
-    import kernels
-    from kernels import evaluate_grid
-
-    gr = _gridrun(bench_spec())
-    args = _grid_args(gr)
-    n = gr.spec.n_points
-    n_metrics = _n_metrics()
-    out = np.empty((n_metrics, n), dtype=np.float32)
-    t0 = time.perf_counter()
-    evaluate_grid(*args, out=out)  # compiles (or loads the cache) and touches every page
-    first = time.perf_counter() - t0
-    threads = kernels.num_threads()
-    c0 = time.process_time()
-    ts = _times(lambda: evaluate_grid(*args, out=out), reps)
-    cpu = (time.process_time() - c0) / reps
-    kernel = {
-        "grid": f"default grid x 7 output lengths ({gr.shape[0]} devices x {gr.shape[1]} "
-                f"engine, 15 models, 11 batch, 11 context, 7 output_len, 3 precisions, "
-                f"{gr.shape[-1]} layouts)",
-        "shape": list(gr.shape), "points": n, "metrics": n_metrics, "threads": threads,
-        "reps": reps, "best_s": min(ts), "median_s": statistics.median(ts),
-        "first_call_s": first,
-        "points_per_s": n / min(ts), "points_per_s_median": n / statistics.median(ts),
-        "points_per_cpu_s": n / cpu if cpu > 0 else None,
-        "feasible_fraction": float(np.count_nonzero(out[_metric("fits")] == 1.0) / n),
-    }
-    # 3. the write bound: fill the same (n_metrics, n) float32 array
-    tf = _times(lambda: out.fill(1.0), max(reps, 5))
-    fill = min(tf)
-    write = {
-        "what": "ndarray.fill(1.0) of the kernel's (n_metrics, n) float32 output, pages already "
-                "touched, best of reps (one thread: numpy's fill is single-threaded)",
-        "points": n, "bytes": out.nbytes, "best_s": fill, "points_per_s": n / fill,
-        "bytes_per_s": out.nbytes / fill,
-        "kernel_fraction": fill / kernel["best_s"],
-    }
-    # thread scaling on the same grid
-    rows = []
-    nt_max = kernels.num_threads()  # the kernels run on Python threads (kernels.set_num_threads)
-    for nt in sorted({1, 2, nt_max}):
-        if nt > nt_max:
-            continue
-        kernels.set_num_threads(nt)
-        evaluate_grid(*args, out=out)
-        t = min(_times(lambda: evaluate_grid(*args, out=out), max(2, reps - 2)))
-        rows.append({"threads": nt, "best_s": t, "points_per_s": n / t})
-    kernels.set_num_threads(None)
-    base = rows[0]["points_per_s"]
-    for r in rows:
-        r["speedup"] = r["points_per_s"] / base
-    threads_res = {"points": n, "rows": rows}
-    return kernel, write, threads_res, out, gr
+def fig_inmem(trees: list[Tree], reps: int, grid: str) -> dict:
+    res: dict = {t.label: [] for t in trees}
+    for _ in range(reps):
+        for t in trees:
+            res[t.label].append(t.attempt(t.child, "inmem", grid=grid))
+    return res
 
 
-# --------------------------------------------------------------------------------------------
-# 2 and 4: the plain-Python reference
+def fig_stream(trees: list[Tree], reps: int, grid: str, fmts=("zarr", "netcdf")) -> dict:
+    res: dict = {t.label: {f: [] for f in fmts} for t in trees}
+    for _ in range(reps):
+        for fmt in fmts:
+            for t in trees:
+                path = t.work / f"stream{'.zarr' if fmt == 'zarr' else '.nc'}"
+                try:
+                    r = t.attempt(t.child, "stream", grid=grid, path=str(path), fmt=fmt)
+                    r["bytes_on_disk"] = _du(path)
+                finally:
+                    _rm(path)
+                res[t.label][fmt].append(r)
+    return res
 
 
-def _subset_indices(n: int, k: int) -> np.ndarray:
-    return np.unique(np.linspace(0, n - 1, min(n, k)).round().astype(int))
-
-
-def bench_reference(gr, kernel_out: np.ndarray, n_grid_target: int, n_points: int,
-                    kernel_rate: float) -> tuple[dict, dict]:
-    from kernels.params import (
-        HW_FIELDS,
-        LAYOUT_FIELDS,
-        METRICS,
-        MODEL_FIELDS,
-        PRECISION_FIELDS,
-        PX_FIELDS,
-    )
-    from tests.reference import reference_grid, reference_point
-
-    t = gr.tables
-    shape = _kernel_shape(gr)  # (platform, model, batch, context, output_len, precision, layout)
-    n_m = len(METRICS)
-    # (2) reference_grid on an evenly spaced Cartesian subset of the benchmark grid
-    picks = [_subset_indices(shape[0], 5), _subset_indices(shape[1], 4),
-             _subset_indices(shape[2], 4), _subset_indices(shape[3], 4),
-             _subset_indices(shape[4], 2), np.arange(shape[5]), np.arange(shape[6])]
-    size = int(np.prod([len(p) for p in picks]))
-    while size > n_grid_target and len(picks[0]) > 1:
-        picks[0] = picks[0][:-1]
-        size = int(np.prod([len(p) for p in picks]))
-    ih, im, ib, is_, io, ip, il = picks
-    args = (t.hw[ih], t.md[im], t.px[ih][:, ip], gr.batch[ib], gr.context[is_],
-            gr.output_len[io], t.pr[ip], t.ly[il])
-    t0 = time.perf_counter()
-    ref = reference_grid(*args)
-    dt = time.perf_counter() - t0
-    sub = kernel_out.reshape(n_m, *shape)[np.ix_(np.arange(n_m), ih, im, ib, is_, io, ip, il)]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        same_nan = bool(np.array_equal(np.isnan(sub), np.isnan(ref)))
-        ok = np.isfinite(sub) & np.isfinite(ref)
-        a, b = sub[ok].astype(np.float64), ref[ok].astype(np.float64)
-        rel = np.abs(a - b) / np.maximum(np.abs(b), 1e-300)
-    grid_res = {
-        "what": "tests/reference.py reference_grid (plain Python, one reference_point call per "
-                "grid point, table rows converted to dicts once) on an evenly spaced Cartesian "
-                "subset of the benchmark grid; no vectorised NumPy evaluation is timed",
-        "points": size, "seconds": dt, "points_per_s": size / dt,
-        "kernel_points_per_s": kernel_rate, "kernel_speedup": kernel_rate / (size / dt),
-        "feasible_fraction": float(np.count_nonzero(ref[METRICS.index("fits")] == 1.0) / size),
-        "agreement": {"same_nan_pattern": same_nan,
-                      "share_within_rtol_2e-4": float((rel <= 2e-4).mean()) if rel.size else 1.0,
-                      "note": "kernel vs reference on this subset, for information; the tests "
-                              "(tests/test_kernel_reference.py) own the correctness check"},
-    }
-
-    # (4) per-point Python as peer tools do: one call per configuration, built from its inputs
-    rng = np.random.default_rng(2024)
-    flat = rng.choice(gr.spec.n_points, size=n_points, replace=False)
-    idx = np.unravel_index(flat, shape)
-    hw_rows, md_rows = t.hw, t.md
-    t0 = time.perf_counter()
-    for h, m, b, s, o, p, li in zip(*idx):
-        hwd = dict(zip(HW_FIELDS, hw_rows[h].tolist()))
-        mdd = dict(zip(MODEL_FIELDS, md_rows[m].tolist()))
-        prd = dict(zip(PRECISION_FIELDS, t.pr[p].tolist()))
-        lyd = dict(zip(LAYOUT_FIELDS, t.ly[li].tolist()))
-        pxd = dict(zip(PX_FIELDS, t.px[h, p].tolist()))
-        reference_point(hwd, mdd, pxd, float(gr.batch[b]), float(gr.context[s]),
-                        float(gr.output_len[o]), prd, lyd)
-    dt = time.perf_counter() - t0
-    rate = n_points / dt
-    point_res = {
-        "what": "tests/reference.py reference_point called once per configuration (inputs built "
-                "as dicts per call, as a per-configuration Python tool does), on points drawn "
-                "uniformly at random from the benchmark grid",
-        "points": n_points, "seconds": dt, "points_per_s": rate,
-        "us_per_point": 1e6 / rate,
-        "kernel_points_per_s": kernel_rate, "kernel_speedup": kernel_rate / rate,
-    }
-    return grid_res, point_res
-
-
-# --------------------------------------------------------------------------------------------
-# 5: JIT cold and warm start
-
-_JIT_CHILD = textwrap.dedent("""
-    import json, time
-    t0 = time.perf_counter()
-    import sweep
-    t1 = time.perf_counter()
-    ds = sweep.run({spec!r}, progress=False)
-    float(ds["throughput"].max())
-    t2 = time.perf_counter()
-    print(json.dumps({{"import_s": t1 - t0, "first_result_s": t2 - t1, "in_process_s": t2 - t0}}))
-""")
-
-
-def bench_jit() -> dict:
-    spec = {"hardware": ["h100-sxm", "mi300x"], "model": ["llama-3.1-8b", "mixtral-8x7b"],
-            "batch": [1, 8, 64], "context": [1024, 8192], "precision": ["bf16", "fp8"],
-            "parallelism": ["tp1", "tp2-ep4"]}
-    script = _JIT_CHILD.format(spec=spec)
-    cache = tempfile.mkdtemp(prefix="sweep-bench-numba-")
-    try:
-        env = {"NUMBA_CACHE_DIR": cache}
-        cold = _run_child(script, env)
-        warm = _run_child(script, env)
-    finally:
-        shutil.rmtree(cache, ignore_errors=True)
-    return {
-        "what": "fresh interpreter: import sweep, run a 96-point grid, read a value; cold = empty "
-                "NUMBA_CACHE_DIR (compiles the grid kernel), warm = second process on that cache",
-        "cold_s": cold["process_wall_s"], "warm_s": warm["process_wall_s"],
-        "cold_detail": cold, "warm_detail": warm,
-    }
-
-
-# --------------------------------------------------------------------------------------------
-# 6: scaling with grid size
-
-
-def bench_scaling(sizes: list[str], reps: int) -> list[dict]:
-    from kernels import evaluate_grid
-
-    rows = []
-    for key in sizes:
-        gr = _gridrun(bench_spec(*SIZES[key]))
-        args = _grid_args(gr)
-        n = gr.spec.n_points
-        out = np.empty((_n_metrics(), n), dtype=np.float32)
-        evaluate_grid(*args, out=out)  # warm, pages touched
-        k = reps if n <= 2 * 10**7 else 2
-        if n <= 2 * 10**5:
-            k = 20
-        ts = _times(lambda a=args, o=out: evaluate_grid(*a, out=o), k)
-        rows.append({"size": key, "shape": list(gr.shape), "points": n, "reps": k,
-                     "best_s": min(ts), "points_per_s": n / min(ts)})
-        del out
-        _log(f"  scaling {key}: {n:,} points {n / min(ts) / 1e6:,.1f} M points/s")
-    return rows
-
-
-# --------------------------------------------------------------------------------------------
-# 7: out of core
-
-_STREAM_CHILD = textwrap.dedent("""
-    import json, time
-    from sweep.execute.local import run_with_stats
-
-
-    def vm_hwm():
-        # this process's own peak RSS (ru_maxrss would include the parent's RSS at spawn time)
-        for line in open("/proc/self/status"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-        return 0
-
-    if __name__ == "__main__":
-        t0 = time.perf_counter()
-        ds, st = run_with_stats({spec!r}, output={path!r}, format={fmt!r},
-                                max_memory={max_memory!r}, progress=False,
-                                scheduler={scheduler!r})
-        t1 = time.perf_counter()
-        print(json.dumps({{"points": st.points, "chunks": st.chunks, "run_s": st.seconds,
-                           "call_s": t1 - t0,
-                           "self_peak_rss_bytes": vm_hwm()}}))
-""")
+def fig_large(trees: list[Tree], grid: str) -> dict:
+    """The CLI on the large grid, streamed to Zarr within 512 MiB: ``sweep run SPEC -o X.zarr
+    --max-memory 512MiB`` as ``python -m sweep.cli`` runs it (``_child.py cli``), the post-run
+    summary timed inside the process, the printed wall time against the real process time."""
+    res = {}
+    for t in trees:
+        path = t.work / "large.zarr"
+        try:
+            r = t.attempt(t.child, "cli", grid=grid, spec_path=str(t.work / "large.toml"),
+                          argv=["run", "-o", str(path), "--max-memory", "512MiB", "--no-progress",
+                                "--overwrite"],
+                          argv0=str(t.root / "sweep" / "cli" / "__main__.py"))
+            r["bytes_on_disk"] = _du(path)
+        finally:
+            _rm(path)
+        if "error" not in r:
+            r["printed_wall_s"] = _printed_wall(r["printed"])
+            r["printed_summary_s"] = _printed_summary(r["printed"])
+            m = re.search(r"points\s*:\s*([0-9,]+)", r["printed"])
+            r["points"] = int(m.group(1).replace(",", "")) if m else None
+            r["summary_fraction"] = (r["summary_s"] / r["process_wall_s"]
+                                     if r.get("summary_s") is not None else None)
+            r["points_per_s"] = r["points"] / r["process_wall_s"] if r["points"] else None
+            _log(f"  large {t.label}: {r['process_wall_s']:.1f} s, summary "
+                 f"{r['summary_s'] if r['summary_s'] is None else round(r['summary_s'], 2)} s")
+        res[t.label] = r
+    return res
 
 
 def _du(path: Path) -> int:
     if path.is_file():
         return path.stat().st_size
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
 
 
-def bench_stream(size: str, fmt: str, workdir: Path, max_memory: str = "512 MiB",
-                 scheduler: str | None = None) -> dict:
-    spec = bench_spec(*SIZES[size])
-    path = workdir / f"stream-{size}-{fmt}{'-dist' if scheduler else ''}" \
-                     f"{'.zarr' if fmt == 'zarr' else '.nc'}"
-    try:
-        res = _run_child(_STREAM_CHILD.format(spec=spec, path=str(path), fmt=fmt,
-                                              max_memory=max_memory, scheduler=scheduler))
-        res["bytes_on_disk"] = _du(path)
-    finally:
-        if path.is_dir():
-            shutil.rmtree(path, ignore_errors=True)
-        elif path.exists():
-            path.unlink()
-    res.update(size=size, format=fmt, max_memory=max_memory, scheduler=scheduler,
-               points_per_s=res["points"] / res["run_s"],
-               peak_rss_bytes=max(res["self_peak_rss_bytes"], res["tree_peak_rss_bytes"]))
-    return res
+def _rm(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    elif path.exists():
+        path.unlink()
 
 
-def bench_in_memory_run(reps: int) -> dict:
-    """run_with_stats without output on the benchmark grid (kernel + Dataset), for comparison."""
-    from sweep.execute.local import run_with_stats
-
-    spec = bench_spec()
-    run_with_stats(spec, max_memory="4 GiB", progress=False)
-    best = None
-    for _ in range(max(1, reps // 2)):
-        _, st = run_with_stats(spec, max_memory="4 GiB", progress=False)
-        best = st if best is None or st.seconds < best.seconds else best
-    return {"what": "sweep.run_with_stats in memory (kernel in chunks + xarray Dataset)",
-            "points": best.points, "seconds": best.seconds,
-            "points_per_s": best.points_per_second}
+# ------------------------------------------------------------------------------ summary
+def _ok(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if "error" not in r]
 
 
-# --------------------------------------------------------------------------------------------
-# targets, table, markdown
-
-TARGETS = [
-    # key, description, target text, value getter, predicate
-    ("kernel_vs_numpy_reference", "kernel / NumPy reference (reference_grid)", ">= 10x",
-     lambda f: f["reference_grid"]["kernel_speedup"], lambda v: v >= 10),
-    ("write_bound_fraction", "kernel throughput / write bound (fill)", ">= 25%",
-     lambda f: f["write_bound"]["kernel_fraction"], lambda v: v >= 0.25),
-    ("kernel_vs_per_point_python", "kernel / per-point Python", ">= 10,000x",
-     lambda f: f["per_point_python"]["kernel_speedup"], lambda v: v >= 10_000),
-    ("warm_start", "warm start, process start to first result", "<= 2 s",
-     lambda f: f["jit"]["warm_s"], lambda v: v <= 2.0),
-    ("out_of_core_peak_rss", "out-of-core peak RSS (largest streamed grid)", "<= 2 GiB",
-     lambda f: f["out_of_core"]["headline"]["peak_rss_bytes"], lambda v: v <= 2 * 2**30),
-    ("out_of_core_slowdown", "in-memory rate / streamed rate (largest streamed grid)", "<= 2x",
-     lambda f: f["out_of_core"]["headline"]["slowdown_vs_kernel"], lambda v: v <= 2.0),
-    ("out_of_core_billion", "10^9 points streamed", "done",
-     lambda f: f["out_of_core"]["headline"]["points"], lambda v: v >= 10**9),
-]
+def _thread_rates(kernel_fig: dict) -> dict[str, float]:
+    """{threads: points/s}, keyed by strings (as the JSON keeps them)."""
+    return {str(row["threads"]): row["points_per_s"] for row in kernel_fig.get("rows", [])}
 
 
-def evaluate_targets(fig: dict) -> list[dict]:
-    out = []
-    for key, desc, target, get, ok in TARGETS:
-        try:
-            v = get(fig)
-        except (KeyError, TypeError):
-            out.append({"key": key, "description": desc, "target": target, "value": None,
-                        "met": None})
-            continue
-        out.append({"key": key, "description": desc, "target": target, "value": v,
-                    "met": bool(ok(v))})
+def summarise(fig: dict, labels: list[str]) -> dict:
+    """Per tree: the headline figures (min of the times over reps; rates from the best rep)."""
+    out = {}
+    for lab in labels:
+        s: dict = {}
+        st = fig.get("start", {}).get(lab)
+        if st:
+            s["cold_run_s"] = _min(st["cold_run"], "process_wall_s")
+            s["installed_run_s"] = _min(st["installed_run"], "process_wall_s")
+            s["install_build_s"] = _min(st["install"], "process_wall_s")
+            best = _best(st["warm_run"], "process_wall_s")
+            if best:
+                s["warm_run_s"] = best["process_wall_s"]
+                s["warm_run_printed_s"] = best["printed_wall_s"]
+                if best["printed_wall_s"]:
+                    s["printed_over_real"] = best["printed_wall_s"] / best["process_wall_s"]
+                    s["unprinted_s"] = best["process_wall_s"] - best["printed_wall_s"]
+            s["warm_start_s"] = _min(st["warm_start"], "process_wall_s")
+            s["evaluate_cold_s"] = _min(st["evaluate_cold"], "process_wall_s")
+            s["evaluate_warm_s"] = _min(st["evaluate_warm"], "process_wall_s")
+            v = st.get("variants", {})
+            if v.get("variants"):
+                s["variants"] = v["variants"]
+                s["max_variants"] = max(v["variants"].values())
+        for g, r in fig.get("kernel", {}).get(lab, {}).items():
+            if "rows" in r:
+                s[f"kernel_{g}"] = _thread_rates(r)
+                s[f"fill_{g}"] = r["fill_points_per_s"]
+                s[f"points_{g}"] = r["points"]
+        im = _ok(fig.get("inmem", {}).get(lab, []))
+        if im:
+            best = _best(im, "run_s")
+            s["inmem"] = {"points": best["points"], "points_per_s": best["points_per_s"],
+                          "kernel_points_per_s": max(r["kernel_points_per_s"] for r in im),
+                          "rss_over_output": min(r["rss_over_output"] for r in im),
+                          "peak_rss_bytes": min(r["peak_rss_bytes"] for r in im),
+                          "output_bytes": best["output_bytes"]}
+            s["inmem"]["fraction_of_kernel"] = (s["inmem"]["points_per_s"]
+                                                / s["inmem"]["kernel_points_per_s"])
+        for fmt, rows in fig.get("stream", {}).get(lab, {}).items():
+            rows = _ok(rows)
+            if not rows:
+                continue
+            best = _best(rows, "run_s")
+            d = s[f"stream_{fmt}"] = {
+                "points": best["points"], "points_per_s": best["points_per_s"],
+                "run_s": best["run_s"], "chunks": best["chunks"],
+                "summary_s": _min(rows, "summary_s"),
+                "summary_fraction": _min(rows, "summary_fraction"),
+                "peak_rss_bytes": best["self_peak_rss_bytes"],
+                "bytes_on_disk": best["bytes_on_disk"], "phases": best.get("phases", {})}
+            if "inmem" in s:
+                d["fraction_of_inmem"] = best["points_per_s"] / s["inmem"]["points_per_s"]
+        lg = fig.get("large", {}).get(lab)
+        if lg and "error" not in lg:
+            s["large"] = {k: lg.get(k) for k in (
+                "points", "process_wall_s", "printed_wall_s", "printed_summary_s", "summary_s",
+                "summary_fraction", "points_per_s", "self_peak_rss_bytes", "bytes_on_disk")}
+            if lg.get("printed_wall_s"):
+                s["large"]["printed_over_real"] = lg["printed_wall_s"] / lg["process_wall_s"]
+        out[lab] = s
     return out
 
 
-def _si(x: float) -> str:
+def _bound_rates(res: dict) -> dict | None:
+    """Arithmetic and write bounds (one thread, points/s) and the kernel (one thread) against
+    both, on the benchmark grid (the tree measured last)."""
+    b = res["figures"].get("bounds")
+    s = res["summary"].get(res["labels"][-1], {})
+    if not b or "bound" not in b:
+        return None
+    arith = 1.0 / b["bound"]["seconds_per_point"]
+    k1 = s.get(f"kernel_{BENCH}", {}).get("1")
+    fill = s.get(f"fill_{BENCH}")
+    return {"arith_points_per_s": arith, "fill_points_per_s": fill, "kernel_1t_points_per_s": k1,
+            "kernel_vs_arith": k1 / arith if k1 else None,
+            "kernel_vs_write": k1 / fill if k1 and fill else None,
+            "dominant": b["bound"].get("dominant", []),
+            "bit_identical": b["counts"].get("mismatching_combos") == 0}
+
+
+TARGETS = [
+    # key, description, target, getter(summary of a tree), predicate
+    ("summary_fraction", f"post-run summary / run wall time, large grid ({LARGE}) to Zarr (CLI)",
+     "<= 10%", lambda s: s["large"]["summary_fraction"], lambda v: v <= 0.10),
+    ("summary_fraction_e2e", "post-run summary / run, end-to-end grid streamed to Zarr",
+     "(<= 10%)", lambda s: s["stream_zarr"]["summary_fraction"], lambda v: v <= 0.10),
+    ("printed_wall", "printed wall time / real process time, warm `sweep run` (default grid)",
+     "~1 (real)", lambda s: s["printed_over_real"], lambda v: 0.9 <= v <= 1.02),
+    ("unprinted", "  real - printed wall time, warm `sweep run` (start-up before / exit after the "
+     "report)", "", lambda s: s["unprinted_s"], lambda v: True),
+    ("printed_wall_large", "printed wall time / real process time, large grid (CLI)",
+     "~1 (real)", lambda s: s["large"]["printed_over_real"], lambda v: 0.9 <= v <= 1.02),
+    ("cold_run", "cold first `sweep run`, default grid, editable/dev checkout (empty cache: "
+     "compiles)", "<= 5 s", lambda s: s["cold_run_s"], lambda v: v <= 5.0),
+    ("installed_run", "cold first `sweep run`, default grid, after install (cache built by "
+     "`python -m kernels`)", "<= 5 s", lambda s: s["installed_run_s"], lambda v: v <= 5.0),
+    ("install_build", "  the install-time build (`python -m kernels`, empty cache; not run with "
+     "--quick)", "",
+     lambda s: s["install_build_s"], lambda v: True),
+    ("evaluate_cold", "first `sweep.evaluate()` (12 rows, one 'max'; empty cache, fresh process)",
+     "<= 20 s", lambda s: s["evaluate_cold_s"], lambda v: v <= 20.0),
+    ("warm_start", "warm start: process start to exit, 96-point `sweep.run`", "<= 1.5 s",
+     lambda s: s["warm_start_s"], lambda v: v <= 1.5),
+    ("variants", "compiled variants per entry point (most of any numba dispatcher)", "1",
+     lambda s: s["max_variants"], lambda v: v <= 1),
+    ("inmem_fraction", "in-memory `sweep.run` rate / kernel rate (same grid, same process)",
+     ">= 80%", lambda s: s["inmem"]["fraction_of_kernel"], lambda v: v >= 0.80),
+    ("inmem_rss", "in-memory peak RSS (VmHWM) / Dataset size", "<= 1.3x",
+     lambda s: s["inmem"]["rss_over_output"], lambda v: v <= 1.3),
+    ("zarr_fraction", "streamed to Zarr (512 MiB) rate / in-memory rate", ">= 50%",
+     lambda s: s["stream_zarr"]["fraction_of_inmem"], lambda v: v >= 0.50),
+    ("netcdf_fraction", "streamed to netCDF (512 MiB, default zlib) rate / in-memory rate",
+     "as close as zlib allows", lambda s: s["stream_netcdf"]["fraction_of_inmem"],
+     lambda v: True),
+]
+_NO_VERDICT = ("install_build", "netcdf_fraction", "unprinted")
+
+
+def evaluate_targets(summary: dict) -> list[dict]:
+    rows = []
+    for key, desc, target, get, ok in TARGETS:
+        row = {"key": key, "description": desc, "target": target}
+        for lab, s in summary.items():
+            try:
+                v = get(s)
+            except (KeyError, TypeError, ZeroDivisionError):
+                v = None
+            row[lab] = v
+            row[f"{lab}_met"] = None if v is None or key in _NO_VERDICT else bool(ok(v))
+        rows.append(row)
+    return rows
+
+
+_PERCENT = ("summary_fraction", "summary_fraction_e2e", "inmem_fraction", "zarr_fraction",
+            "netcdf_fraction")
+
+
+def _fmt(key: str, v) -> str:
+    if v is None:
+        return "n/a"
+    if key in _PERCENT:
+        return f"{100 * v:.1f}%" if v < 0.1 else f"{100 * v:.0f}%"
+    if key.startswith("printed_wall"):
+        return f"{v:.2f}"
+    if key == "inmem_rss":
+        return f"{v:.2f}x"
+    if key in ("variants",):
+        return f"{v}"
+    return f"{v:.2f} s" if v < 10 else f"{v:.1f} s"
+
+
+def _si(x: float | None) -> str:
+    if x is None:
+        return "n/a"
     for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(x) >= div:
             return f"{x / div:,.1f} {unit}"
     return f"{x:,.0f} "
 
 
-def _gib(x: float) -> str:
-    return f"{x / 2**30:.2f} GiB"
+def _rate(x: float | None) -> str:
+    return "n/a" if x is None else f"{_si(x)}points/s"
 
 
-def table_rows(res: dict) -> list[tuple[str, str, str, str]]:
-    """(figure, value, target, met) rows for the console and markdown tables."""
-    f = res["figures"]
-    tg = {t["key"]: t for t in res.get("targets", [])}
+def _met(t: dict, labels: list[str]) -> str:
+    """Met on the last tree measured (the "after" tree)."""
+    met = t.get(f"{labels[-1]}_met")
+    return "" if met is None else ("yes" if met else "**no**")
 
-    def met(key):
-        t = tg.get(key)
-        if t is None or t["met"] is None:
-            return ""
-        return "yes" if t["met"] else "**no**"
 
-    k = f["kernel"]
-    rows = [(f"kernel throughput, {k['points']:,}-point benchmark grid, all {k['metrics']} metrics, warm "
-             f"({k['threads']} threads)", f"{_si(k['points_per_s'])}points/s", "", "")]
-    if "reference_grid" in f:
-        r = f["reference_grid"]
-        rows.append(("NumPy/Python reference (`reference_grid`, "
-                     f"{r['points']:,} points)", f"{_si(r['points_per_s'])}points/s", "", ""))
-        rows.append(("kernel / reference", f"{r['kernel_speedup']:,.0f}x", ">= 10x",
-                     met("kernel_vs_numpy_reference")))
-    w = f["write_bound"]
-    rows.append((f"write bound: `fill` of the same ({k['metrics']}, n) float32 array",
-                 f"{_si(w['points_per_s'])}points/s ({w['bytes_per_s'] / 1e9:.1f} GB/s)", "", ""))
-    rows.append(("kernel / write bound", f"{100 * w['kernel_fraction']:.1f}%", ">= 25%",
-                 met("write_bound_fraction")))
-    if "per_point_python" in f:
-        p = f["per_point_python"]
-        rows.append(("per-point Python (`reference_point` per configuration)",
-                     f"{_si(p['points_per_s'])}points/s ({p['us_per_point']:.1f} us/point)",
+def table_rows(res: dict) -> list[tuple[str, ...]]:
+    """(figure, value per tree..., target, met) rows of the console and markdown tables."""
+    labels = res["labels"]
+    summ = res["summary"]
+    blank = [""] * (len(labels) - 1)
+    rows = []
+    for t in res["targets"]:
+        rows.append((t["description"], *[_fmt(t["key"], t.get(lab)) for lab in labels],
+                     t["target"], _met(t, labels)))
+
+    def per(fn) -> list[str]:
+        vals = []
+        for lab in labels:
+            try:
+                vals.append(fn(summ.get(lab, {})))
+            except (KeyError, TypeError, ZeroDivisionError):
+                vals.append("n/a")
+        return vals
+
+    for g, name in ((BENCH, "benchmark grid (default x 7 output lengths)"),
+                    (DEFAULT, "default grid")):
+        for th in (1, 2):
+            rows.append((f"kernel, {name}, {th} thread(s), output preallocated",
+                         *per(lambda s, g=g, th=th: _rate(s[f"kernel_{g}"][str(th)])), "", ""))
+    b = _bound_rates(res)
+    if b:
+        def pct(x):
+            return "n/a" if x is None else f"{100 * x:.0f}%"
+
+        c = res["figures"]["bounds"]["counts"]["per_point"]
+        trans = sum(c.get(k, 0.0) for k in ("sqrt", "exp", "log", "log1p", "pow"))
+        rows.append((f"operations per point, counted ({res['figures']['bounds']['counts']['combos']}"
+                     " random combinations, bit-identical to the kernel: "
+                     f"{'yes' if b['bit_identical'] else '**no**'})", *blank,
+                     f"{c.get('div', 0):.1f} div, {trans:.2f} sqrt/exp/log/pow, "
+                     f"{c.get('mul', 0) + c.get('add', 0):.0f} mul/add, "
+                     f"{c.get('minmax', 0):.1f} min/max, {c.get('store', 0):.1f} stores", "", ""))
+        rows += [
+            ("arithmetic bound, 1 thread (counted divisions, transcendentals, other flops and "
+             "stores per point x their measured cost)", *blank, _rate(b["arith_points_per_s"]),
+             "", ""),
+            ("write bound, 1 thread (`fill` of the same (22, n) float32 output)", *blank,
+             _rate(b["fill_points_per_s"]), "", ""),
+            ("kernel (1 thread, benchmark grid) / arithmetic bound", *blank,
+             pct(b["kernel_vs_arith"]), "reported", ""),
+            ("kernel (1 thread, benchmark grid) / write bound", *blank, pct(b["kernel_vs_write"]),
+             "reported", ""),
+        ]
+    for key, name in (("inmem", "in memory"), ("stream_zarr", "streamed to Zarr"),
+                      ("stream_netcdf", "streamed to netCDF")):
+        rows.append((f"`sweep.run` {name}, end-to-end grid",
+                     *per(lambda s, key=key: f"{_rate(s[key]['points_per_s'])} "
+                                             f"({s[key]['points']:,} points)"), "", ""))
+    rows.append(("in-memory peak RSS / Dataset size",
+                 *per(lambda s: f"{s['inmem']['peak_rss_bytes'] / 2**30:.2f} / "
+                                f"{s['inmem']['output_bytes'] / 2**30:.2f} GiB"), "", ""))
+    rows.append(("large grid: run, summary, peak RSS (CLI, Zarr, 512 MiB)",
+                 *per(lambda s: f"{s['large']['process_wall_s']:.0f} s, "
+                                f"{s['large']['summary_s']:.1f} s, "
+                                f"{s['large']['self_peak_rss_bytes'] / 2**30:.2f} GiB "
+                                f"({s['large']['points']:,} points)"), "", ""))
+    cod = res["figures"].get("codecs", {})
+    for r in cod.get("rows", []):
+        rows.append((f"write the default grid's result ({cod['points']:,} points), {r['format']} "
+                     f"{r['compression']}", *blank,
+                     f"{r['write_s']:.1f} s ({_rate(r['points_per_s'])}), ratio {r['ratio']:.1f}",
                      "", ""))
-        rows.append(("kernel / per-point Python", f"{p['kernel_speedup']:,.0f}x", ">= 10,000x",
-                     met("kernel_vs_per_point_python")))
-    if "jit" in f:
-        j = f["jit"]
-        rows.append(("JIT cold start (empty cache; process start to first result)",
-                     f"{j['cold_s']:.1f} s", "", ""))
-        rows.append(("JIT warm start (cached)", f"{j['warm_s']:.2f} s", "<= 2 s",
-                     met("warm_start")))
-    for r in f.get("scaling", {}).get("by_size", []):
-        rows.append((f"scaling: {r['points']:,} points (output_len 256)",
-                     f"{_si(r['points_per_s'])}points/s", "flat", ""))
-    for r in f.get("scaling", {}).get("threads", {}).get("rows", []):
-        rows.append((f"threads: {r['threads']} (benchmark grid)", f"{_si(r['points_per_s'])}points/s "
-                     f"({r['speedup']:.2f}x)", "", ""))
-    oc = f.get("out_of_core", {})
-    for r in oc.get("runs", []):
-        how = f"{r['format']}" + (f", {r['scheduler']}" if r.get("scheduler") else "")
-        rows.append((f"streamed {r['points']:,} points to disk ({how}, max_memory "
-                     f"{r['max_memory']}, {r['chunks']} chunks)",
-                     f"{r['run_s']:.1f} s, {_si(r['points_per_s'])}points/s, peak RSS "
-                     f"{_gib(r['peak_rss_bytes'])}, {r['bytes_on_disk'] / 1e9:.1f} GB on disk",
+    nco = res["figures"].get("ncoptions", {})
+    for r in nco.get("rows", []):
+        how = ("uncompressed" if r["compression"] == "none" else
+               f"{r['compression']} level {r['level']}, shuffle {'on' if r['shuffle'] else 'off'}")
+        rows.append((f"netCDF written directly, default grid: {how}, chunks of "
+                     f"{r['chunk_elements']:,} values", *blank,
+                     f"{r['write_s']:.1f} s ({_rate(r['points_per_s'])}), ratio {r['ratio']:.1f}",
                      "", ""))
-    h = oc.get("headline")
-    if h:
-        rows.append((f"out-of-core peak RSS ({h['points']:,} points)",
-                     _gib(h["peak_rss_bytes"]), "<= 2 GiB", met("out_of_core_peak_rss")))
-        rows.append((f"in-memory kernel rate ({h['in_memory_grid_points']:,} points, "
-                     f"{_si(h['in_memory_points_per_s'])}points/s) / streamed rate",
-                     f"{h['slowdown_vs_kernel']:.1f}x", "<= 2x", met("out_of_core_slowdown")))
-        rows.append(("10^9 points streamed", "yes" if h["points"] >= 10**9 else
-                     f"no ({h['points']:,} measured)", "done", met("out_of_core_billion")))
     return rows
-
-
-def print_table(res: dict) -> None:
-    rows = table_rows(res)
-    w0 = max(len(r[0]) for r in rows)
-    w1 = max(len(r[1]) for r in rows)
-    print(f"{'figure':<{w0}}  {'value':<{w1}}  {'target':<10}  met")
-    print("-" * (w0 + w1 + 20))
-    for a, b, c, d in rows:
-        print(f"{a:<{w0}}  {b:<{w1}}  {c:<10}  {d.replace('**', '')}")
 
 
 def markdown(res: dict) -> str:
     m = res["machine"]
+    labels = res["labels"]
+    head = ["figure", *labels, "target", "met"]
+    trees = []
+    if res.get("before_commit"):
+        trees.append(f"before = {res['before_commit']}")
+    if res.get("after_commit"):
+        trees.append(f"after = {res['after_commit']}")
+    skipped = f" Skipped: {', '.join(res['skipped'])}." if res.get("skipped") else ""
     lines = [
-        f"Measured {res['generated_utc']} with `benchmarks/run_benchmarks.py"
-        f"{' --quick' if res.get('quick') else ''}` on {m['cpu_count']} x {m['cpu_model']}, "
-        f"numba {m['numba']} ({m['numba_threads']} threads, {m['numba_threading_layer']} layer), "
-        f"load average {m['load_average_start'][0]:.1f} at start / "
-        f"{m.get('load_average_end', [float('nan')])[0]:.1f} at end "
-        "(a shared machine: absolute rates vary, ratios are measured in the same run).",
+        f"Measured {res['generated_utc']} with `{res.get('command', 'run_benchmarks.py')}` on "
+        f"{m['cpu_count']} x {m['cpu_model']}, numba {m['numba']}, load average "
+        f"{m['load_average_start'][0]:.1f} at start / "
+        f"{m.get('load_average_end', [float('nan')])[0]:.1f} at end (a shared machine: absolute "
+        "figures vary; each figure in a fresh process, before and after alternating rep by rep, "
+        f"minimum of {res.get('reps', 3)} rep(s), {res.get('cold_reps', 1)} for cold starts). "
+        + ("; ".join(trees) + "." if trees else "") + skipped
+        + f" Total {res.get('total_seconds', 0):.0f} s.",
         "",
-        "| figure | value | target | met |",
-        "|---|---|---|---|",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
     ]
-    for a, b, c, d in table_rows(res):
-        lines.append(f"| {a} | {b} | {c} | {d} |")
+    for row in table_rows(res):
+        lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 
-# --------------------------------------------------------------------------------------------
+def print_table(res: dict) -> None:
+    rows = table_rows(res)
+    labels = res["labels"]
+    head = ("figure", *labels, "target", "met")
+    widths = [min(90, max(len(str(r[i])) for r in [head, *rows])) for i in range(len(head))]
+    for r in [head, *rows]:
+        print("  ".join(str(c).replace("**", "").ljust(w) for c, w in zip(r, widths)))
+
+
+def _commit(root: Path) -> str | None:
+    try:
+        return subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        marker = root / ".commit"
+        return marker.read_text().strip() if marker.exists() else None
+
+
+SKIPPABLE = {
+    "start": "cold/warm starts, first sweep.evaluate, compiled variants (the slowest part with "
+             "--before: the earlier tree compiles for minutes)",
+    "kernel": "kernel rates and the write bound",
+    "bounds": "the arithmetic bound (opcount)",
+    "reference": "the plain-Python reference rates",
+    "inmem": "the in-memory end-to-end run",
+    "stream": "the streamed end-to-end runs (Zarr, netCDF)",
+    "large": "the 1e8-point streamed CLI run (several minutes per tree)",
+    "codecs": "the compression presets and the netCDF shuffle/level/chunking settings",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--before", type=Path, default=None,
+                    help="an earlier checkout to measure too (e.g. `git archive 6417765`)")
+    ap.add_argument("--before-commit", default=None, help="its commit, for the record")
+    ap.add_argument("--after", type=Path, default=ROOT,
+                    help="the tree measured as 'after' (default: this one)")
     ap.add_argument("--quick", action="store_true",
-                    help="small and fast: no 10^8/10^9 grids, fewer repetitions")
-    g = ap.add_mutually_exclusive_group()
-    g.add_argument("--billion", dest="billion", action="store_true", default=None,
-                   help="stream the 10^9-point grid (default: only if time and disk allow)")
-    g.add_argument("--no-billion", dest="billion", action="store_false")
-    ap.add_argument("--skip-jit", action="store_true", help="skip the cold/warm start runs")
-    ap.add_argument("--json", type=Path, default=RESULTS, help=f"output (default {RESULTS})")
-    ap.add_argument("--tmpdir", type=Path, default=None,
-                    help="where streamed results are written (and deleted); default: system temp")
+                    help=f"one rep, end-to-end grid {E2E_QUICK}, no large run (< 6 min with "
+                         "--before)")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--cold-reps", type=int, default=None, help="reps of the cold starts "
+                    "(default: 1 with --quick or --before, else --reps)")
+    ap.add_argument("--skip", default="", help="comma list of: " + ", ".join(SKIPPABLE))
+    ap.add_argument("--json", type=Path, default=RESULTS)
+    ap.add_argument("--tmpdir", type=Path, default=None)
     ap.add_argument("--markdown", action="store_true",
                     help="print the markdown table of the JSON results (no measurement)")
     args = ap.parse_args(argv)
-
     if args.markdown:
         print(markdown(json.loads(args.json.read_text())))
         return 0
-
+    skip = set(filter(None, args.skip.split(",")))
+    if skip - set(SKIPPABLE):
+        ap.error(f"--skip: unknown part(s) {', '.join(sorted(skip - set(SKIPPABLE)))}; use "
+                 f"{', '.join(SKIPPABLE)}")
+    if args.quick:
+        skip.add("large")
+    reps = 1 if args.quick else args.reps
+    cold_reps = (args.cold_reps if args.cold_reps is not None
+                 else 1 if (args.quick or args.before) else reps)
     t_start = time.perf_counter()
-    reps = 3 if args.quick else 5
+    work = Path(tempfile.mkdtemp(prefix="sweep-bench-", dir=args.tmpdir))
+    trees = []
+    if args.before is not None:
+        trees.append(Tree("before", args.before, work))
+    after = Tree("after", args.after, work)
+    trees.append(after)
+    labels = [t.label for t in trees]
+    e2e = E2E_QUICK if args.quick else E2E
     res: dict = {"generated_utc": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                  "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
-                 "quick": args.quick, "machine": machine_info(), "figures": {}}
+                 "quick": args.quick, "reps": reps, "cold_reps": cold_reps, "labels": labels,
+                 "grids": {"bench": BENCH, "default": DEFAULT, "e2e": e2e, "large": LARGE},
+                 "skipped": [f"{k} ({SKIPPABLE[k]})" for k in SKIPPABLE if k in skip],
+                 "before_commit": args.before_commit or (_commit(args.before) if args.before
+                                                         else None),
+                 "after_commit": _commit(args.after), "machine": machine_info(), "figures": {}}
     fig = res["figures"]
 
-    _log("1/3. kernel throughput, write bound, threads ...")
-    kernel, write, threads, out, gr = bench_kernel(reps)
-    res["machine"]["numba_threading_layer"] = _threading_layer()
-    fig["kernel"], fig["write_bound"] = kernel, write
-    _log(f"  kernel {kernel['points_per_s'] / 1e6:,.1f} M points/s, fill "
-         f"{write['points_per_s'] / 1e6:,.1f} M points/s")
+    def save_partial() -> None:  # a killed or failed run still leaves what it measured
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({**res, "partial": True}, indent=1, default=float) + "\n")
 
-    _log("2/4. plain-Python reference ...")
-    fig["reference_grid"], fig["per_point_python"] = bench_reference(
-        gr, out, 2_000 if args.quick else 12_000, 1_000 if args.quick else 5_000,
-        kernel["points_per_s"])
-    del out
-
-    _log("6. scaling ...")
-    sizes = ["1e4", "1e5", "1e6", "1e7"] + ([] if args.quick else ["1e8"])
-    fig["scaling"] = {"by_size": bench_scaling(sizes, reps), "threads": threads}
-
-    _log("in-memory run ...")
-    fig["in_memory_run"] = bench_in_memory_run(reps)
-
-    if not args.skip_jit:
-        _log("5. JIT cold/warm start ...")
-        fig["jit"] = bench_jit()
-        _log(f"  cold {fig['jit']['cold_s']:.1f} s, warm {fig['jit']['warm_s']:.2f} s")
-
-    _log("7. out of core ...")
-    work = Path(tempfile.mkdtemp(prefix="sweep-bench-", dir=args.tmpdir))
-    runs = []
-    oc = {"workdir_free_bytes_at_start": shutil.disk_usage(work).free, "runs": runs}
     try:
-        base = "1e7" if args.quick else "1e8"
-        runs.append(bench_stream("1e7", "netcdf", work))
-        runs.append(bench_stream(base, "zarr", work))
-        if not args.quick:
-            runs.append(bench_stream(base, "zarr", work, scheduler="local:2"))
-        _log("  " + "; ".join(f"{r['format']}{'/' + r['scheduler'] if r['scheduler'] else ''} "
-                              f"{r['points']:,}: {r['points_per_s'] / 1e6:.1f} M points/s"
-                              for r in runs))
-        # the 10^9 case: zarr (the faster writer), if time and disk allow
-        ref = runs[1]
-        scale = SIZES["1e9"][0] * SIZES["1e9"][1] * 11250 / ref["points"]
-        est_s = ref["process_wall_s"] * scale
-        est_bytes = ref["bytes_on_disk"] * scale
-        elapsed = time.perf_counter() - t_start
-        free = shutil.disk_usage(work).free
-        oc["billion_estimate"] = {"seconds": est_s, "bytes": est_bytes, "free_bytes": free,
-                                  "elapsed_before_s": elapsed}
-        do_billion = args.billion
-        if do_billion is None:
-            do_billion = (not args.quick and elapsed + est_s < TIME_BUDGET_S
-                          and est_bytes * 1.5 < free)
-        if do_billion and est_bytes * 1.2 > free:
-            _log(f"  not enough disk for 10^9 points (~{est_bytes / 1e9:.0f} GB needed, "
-                 f"{free / 1e9:.0f} GB free)")
-            do_billion = False
-        if do_billion:
-            _log(f"  streaming 10^9 points (estimated {est_s:.0f} s, {est_bytes / 1e9:.0f} GB) ...")
-            runs.append(bench_stream("1e9", "zarr", work))
-        else:
-            oc["billion_skipped"] = (
-                f"10^9 not run: estimated {est_s:.0f} s and {est_bytes / 1e9:.0f} GB "
-                f"({elapsed:.0f} s already used of the {TIME_BUDGET_S:.0f} s budget, "
-                f"{free / 1e9:.0f} GB free); {ref['points']:,} points measured instead")
-            _log("  " + oc["billion_skipped"])
+        if "start" not in skip:
+            _log("JIT: cold `sweep run` (empty cache; after install), first sweep.evaluate, warm "
+                 "runs ...")
+            fig["start"] = fig_start(trees, reps, cold_reps, build=not args.quick)
+            save_partial()
+        else:  # warm the trees' caches for what follows
+            for t in trees:
+                t.attempt(t.child, "warm", spec=WARM_SPEC)
+        if "kernel" not in skip:
+            _log("kernel throughput ...")
+            fig["kernel"] = fig_kernel(trees, 2 if args.quick else 5, (BENCH, DEFAULT))
+            save_partial()
+        if "bounds" not in skip:
+            _log("arithmetic bound (after) ...")
+            fig["bounds"] = after.attempt(after.child, "bounds", grid=BENCH, root=str(after.root),
+                                          combos=100 if args.quick else 300)
+            save_partial()
+        if "reference" not in skip:
+            _log("plain-Python reference (after) ...")
+            fig["reference"] = after.attempt(after.child, "reference", grid=BENCH,
+                                             n_grid=2000 if args.quick else 12000,
+                                             n_points=1000 if args.quick else 5000)
+            save_partial()
+        if "inmem" not in skip:
+            _log(f"in-memory runs ({e2e}) ...")
+            fig["inmem"] = fig_inmem(trees, reps, e2e)
+            save_partial()
+        if "stream" not in skip:
+            _log(f"streamed runs ({e2e}, 512 MiB) ...")
+            fig["stream"] = fig_stream(trees, reps, e2e)
+            save_partial()
+        if "large" not in skip:
+            _log(f"large streamed run ({LARGE}, Zarr, CLI) ...")
+            fig["large"] = fig_large(trees, LARGE)
+            save_partial()
+        if "codecs" not in skip:
+            _log("compression presets (after) ...")
+            fig["codecs"] = after.attempt(after.child, "codecs", grid=DEFAULT, workdir=str(work),
+                                          reps=reps)
+            save_partial()
+            _log("netCDF shuffle / level / chunking (after) ...")
+            fig["ncoptions"] = after.attempt(after.child, "ncoptions", grid=DEFAULT,
+                                             workdir=str(work), reps=1)
+            save_partial()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    serial = [r for r in runs if not r["scheduler"]]
-    head = max(serial, key=lambda r: (r["points"], r["format"] == "zarr"))
-    # in-memory reference: the kernel on the largest same-kind grid of the scaling runs
-    mem = max(fig["scaling"]["by_size"], key=lambda r: r["points"])
-    oc["headline"] = {"points": head["points"], "format": head["format"],
-                      "peak_rss_bytes": head["peak_rss_bytes"],
-                      "points_per_s": head["points_per_s"],
-                      "in_memory_points_per_s": mem["points_per_s"],
-                      "in_memory_grid_points": mem["points"],
-                      "slowdown_vs_kernel": mem["points_per_s"] / head["points_per_s"],
-                      "slowdown_vs_in_memory_run":
-                          fig["in_memory_run"]["points_per_s"] / head["points_per_s"]}
-    fig["out_of_core"] = oc
-
     res["machine"]["load_average_end"] = list(os.getloadavg())
     res["total_seconds"] = time.perf_counter() - t_start
-    res["targets"] = evaluate_targets(fig)
+    res["summary"] = summarise(fig, labels)
+    res["bounds"] = _bound_rates(res)
+    res["targets"] = evaluate_targets(res["summary"])
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(res, indent=1, default=float) + "\n")
     print_table(res)
-    print(f"\n{sum(1 for t in res['targets'] if t['met'])}/{len(res['targets'])} targets met; "
-          f"total {res['total_seconds']:.0f} s; wrote {args.json}")
+    print(f"\ntotal {res['total_seconds']:.0f} s; wrote {args.json}")
     return 0
 
 
