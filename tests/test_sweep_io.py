@@ -124,6 +124,26 @@ def test_many_chunks_streamed(tmp_path):
     _same(mem, ds)
 
 
+@pytest.mark.parametrize("suffix", [".nc", ".zarr"])
+def test_several_engines_stream_and_round_trip(tmp_path, suffix):
+    # coordinates over (hardware, engine), e.g. the resolved engine levels, are 2-D string arrays
+    spec = dict(SMALL, engine=["native", "vllm", "sglang"])
+    mem = sweep.run(spec, progress=False)
+    two_d = [c for c in mem.coords if mem[c].ndim == 2 and mem[c].dtype == object]
+    assert two_d, "the multi-engine result has no 2-D string coordinate to check"
+    ds, stats = run_with_stats(spec, max_memory="64 KiB", progress=False,
+                               output=tmp_path / f"streamed{suffix}")
+    assert stats.chunks > 1
+    _same(mem, ds)
+    write_dataset(mem, tmp_path / f"whole{suffix}")
+    for path in (tmp_path / f"streamed{suffix}", tmp_path / f"whole{suffix}"):
+        back = sweep.open(path)
+        _same(mem, back)
+        for c in two_d:
+            assert back[c].dims == mem[c].dims
+            assert back[c].values.tolist() == mem[c].values.tolist(), c
+
+
 def test_output_len_as_dim():
     ds = sweep.run(dict(SMALL, output_len=[16, 256]), progress=False)
     assert tuple(ds["tpot"].dims) == ("hardware", "engine", "model", "batch", "context",

@@ -272,7 +272,7 @@ def _nc_put(nc, name: str, var: xr.Variable | xr.DataArray) -> None:
     if values.dtype == object or values.dtype.kind in "US":
         v = nc.createVariable(name, str, dims)
         if dims:
-            v[:] = np.array([str(x) for x in values.ravel()], dtype=object)
+            v[:] = np.array([str(x) for x in values.ravel()], dtype=object).reshape(values.shape)
         else:
             v.assignValue(str(values))
     else:
