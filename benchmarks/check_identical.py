@@ -206,7 +206,17 @@ def compare_datasets(a, b, where: str, diffs: dict | None = None) -> list[str]:
 
 
 def _attrs(d: dict) -> dict:
-    return {k: (np.asarray(v).tolist() if isinstance(v, np.ndarray) else v) for k, v in d.items()}
+    """Attributes in a comparable form: arrays as lists, NaN (e.g. a ``_FillValue``) as a string,
+    since NaN != NaN would make two identical files differ."""
+    def norm(v):
+        v = np.asarray(v).tolist() if isinstance(v, np.ndarray) else v
+        if isinstance(v, list):
+            return [norm(x) for x in v]
+        if isinstance(v, float | np.floating) and np.isnan(v):
+            return "nan"
+        return v
+
+    return {k: norm(v) for k, v in d.items()}
 
 
 def compare(before: Path, after: Path, skip: set[str] = frozenset(),
