@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import signal
 import subprocess
@@ -142,6 +143,61 @@ def test_several_engines_stream_and_round_trip(tmp_path, suffix):
         for c in two_d:
             assert back[c].dims == mem[c].dims
             assert back[c].values.tolist() == mem[c].values.tolist(), c
+
+
+def test_zarr_chunks_encoded_side_by_side_are_the_same_bytes(tmp_path, monkeypatch):
+    import sweep.results.files as files
+
+    spec = dict(SMALL, batch=[1, 2, 4, 8, 16, 32, 64, 128], context=[128, 512, 2048, 8192])
+    stores = {}
+    for threads in (1, 4):
+        monkeypatch.setattr(files, "ZARR_ENCODE_THREADS", threads)
+        out = tmp_path / f"t{threads}.zarr"
+        _, stats = run_with_stats(spec, max_memory="64 KiB", progress=False, output=out)
+        assert stats.chunks > 1
+        stores[threads] = {p.relative_to(out): p.read_bytes() for p in out.rglob("*")
+                           if p.is_file() and p.name not in (".zmetadata", ".zattrs")}
+    assert len(stores[1]) > len(VARIABLES)
+    assert stores[1] == stores[4]
+
+
+def test_storage_chunks_divide_the_pieces_written():
+    from sweep.results.files import storage_chunks
+
+    # the 1e8-point benchmark grid's pieces: 14 models of 80 x 62 x 3 x 14 points
+    sc = storage_chunks((1, 1, 14, 80, 62, 3, 14))
+    assert sc == (1, 1, 2, 80, 62, 3, 14)  # 5 models fit, 5 does not divide 14: 2 does
+    assert storage_chunks((1, 1, 8, 80, 62, 3, 14))[2] == 4
+    # a prime extent far from what fits keeps the plain cut instead of 1-wide chunks
+    assert storage_chunks((1, 1, 1, 997, 30, 3, 14))[3] == 832
+    for shape in ((4, 4), (32, 1, 15, 11, 11, 3, 14), (2, 1, 15, 1000, 1000, 3, 14)):
+        sc = storage_chunks(shape)
+        assert math.prod(sc) <= 1 << 20 or sc[:-1] == (1,) * (len(sc) - 1)
+        assert all(n % c == 0 or c == n for n, c in zip(shape, sc))
+
+
+def test_streamed_zarr_writes_whole_storage_chunks(tmp_path, monkeypatch):
+    import sweep.results.files as files
+
+    seen = []
+    real_aligned, real_chunks = files.ZarrChunks.aligned, files.storage_chunks
+
+    def aligned(self, name, region):
+        seen.append(real_aligned(self, name, region))
+        return seen[-1]
+
+    monkeypatch.setattr(files.ZarrChunks, "aligned", aligned)
+    # 80 values per model; 64 KiB hold 372 points: pieces of 4 models (of 7). Storage chunks of
+    # ~240 values fit 3 models, which straddle those pieces; 2-model chunks divide them
+    monkeypatch.setattr(files, "storage_chunks", lambda shape: real_chunks(shape, 240))
+    spec = dict(SMALL, batch=[1, 2, 4, 8, 64],
+                model=["llama-3.1-8b", "mixtral-8x7b", "qwen3-8b", "qwen3-14b", "mistral-7b",
+                       "llama-2-7b", "qwen2.5-7b"])
+    mem = sweep.run(spec, progress=False)
+    ds, stats = run_with_stats(spec, max_memory="64 KiB", progress=False,
+                               output=tmp_path / "a.zarr")
+    assert stats.chunks > 4 and seen and all(seen)
+    _same(mem, ds)
 
 
 def test_output_len_as_dim():
