@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import math
 import os
 import signal
 import subprocess
@@ -161,21 +160,6 @@ def test_zarr_chunks_encoded_side_by_side_are_the_same_bytes(tmp_path, monkeypat
     assert stores[1] == stores[4]
 
 
-def test_storage_chunks_divide_the_pieces_written():
-    from sweep.results.files import storage_chunks
-
-    # the 1e8-point benchmark grid's pieces: 14 models of 80 x 62 x 3 x 14 points
-    sc = storage_chunks((1, 1, 14, 80, 62, 3, 14))
-    assert sc == (1, 1, 2, 80, 62, 3, 14)  # 5 models fit, 5 does not divide 14: 2 does
-    assert storage_chunks((1, 1, 8, 80, 62, 3, 14))[2] == 4
-    # a prime extent far from what fits keeps the plain cut instead of 1-wide chunks
-    assert storage_chunks((1, 1, 1, 997, 30, 3, 14))[3] == 832
-    for shape in ((4, 4), (32, 1, 15, 11, 11, 3, 14), (2, 1, 15, 1000, 1000, 3, 14)):
-        sc = storage_chunks(shape)
-        assert math.prod(sc) <= 1 << 20 or sc[:-1] == (1,) * (len(sc) - 1)
-        assert all(n % c == 0 or c == n for n, c in zip(shape, sc))
-
-
 def test_streamed_zarr_writes_whole_storage_chunks(tmp_path, monkeypatch):
     import sweep.results.files as files
 
@@ -187,8 +171,9 @@ def test_streamed_zarr_writes_whole_storage_chunks(tmp_path, monkeypatch):
         return seen[-1]
 
     monkeypatch.setattr(files.ZarrChunks, "aligned", aligned)
-    # 80 values per model; 64 KiB hold 372 points: pieces of 4 models (of 7). Storage chunks of
-    # ~240 values fit 3 models, which straddle those pieces; 2-model chunks divide them
+    # 80 values per model; 64 KiB hold 372 points: pieces of 4 models (of 7) as plan_chunks cuts
+    # them. Storage chunks of ~240 values hold 3 models, which straddled those pieces: the run
+    # now cuts its pieces from whole storage chunks
     monkeypatch.setattr(files, "storage_chunks", lambda shape: real_chunks(shape, 240))
     spec = dict(SMALL, batch=[1, 2, 4, 8, 64],
                 model=["llama-3.1-8b", "mixtral-8x7b", "qwen3-8b", "qwen3-14b", "mistral-7b",

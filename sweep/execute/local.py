@@ -25,6 +25,7 @@ from sweep.execute.plan import (
     cache_bytes,
     parse_memory,
     plan_chunks,
+    zarr_chunks,
 )
 from sweep.execute.progress import Progress
 from sweep.execute.signals import checkpoint, guarded
@@ -150,14 +151,17 @@ def _run_to_file(gr: GridRun, chunks: list, progress: bool, output, format, budg
     total = grid.n_points
     bar = Progress(total, enabled=progress)
     t0 = time.perf_counter()
+    stream = None
+    kernel_s = 0.0
     writer = ResultWriter(output, template(grid, engines=gr.engines, costs=gr.costs),
                           result_dims(grid), format,
                           write_shape=gr.write_shape(chunks[0]), cache_bytes=cache_bytes(budget),
                           overwrite=overwrite, before_publish=checkpoint,
                           compression=compression)
-    stream = None
-    kernel_s = 0.0
-    try:
+    try:  # from here on an interrupt or error removes the partial file (writer.abort below)
+        # pieces made of whole storage chunks: no write straddles one (a straddled chunk goes
+        # through zarr-python's read-modify-write path; every write of a 1e8-point run did)
+        chunks = zarr_chunks(grid.shape, writer.chunks, budget // (2 * BYTES_PER_POINT))
         stream = ChunkStream(writer, gr, max(c.size(grid.shape) for c in chunks),
                              n_buffers=min(2, len(chunks)))
         with gr.writing_into(stream.dest):

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import math
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -73,21 +72,14 @@ def _check_compression(name: str) -> str:
 
 
 def storage_chunks(shape: tuple[int, ...], target: int = 1 << 20) -> tuple[int, ...]:
-    """On-disk chunk shape for pieces written of ``shape``: whole trailing dims, leading dims cut
-    until ~``target`` elements. A cut dim gets a divisor of its extent, so that a piece of that
-    shape (and every piece tiled after it) covers whole storage chunks: a piece of 8 models with
-    storage chunks of 5 would straddle one and go through zarr-python's read-modify-write path,
-    which made every write of a 1e8-point run take the slow path (unless the extent has no
-    divisor within a quarter of what fits)."""
+    """On-disk chunk shape: whole trailing dims, leading dims cut until ~``target`` elements."""
     chunks = list(shape)
     i = 0
-    while math.prod(chunks) > target and i < len(chunks):
-        room = target / (math.prod(chunks) / chunks[i])  # elements of this dim that fit
-        best = max((d for d in range(1, chunks[i] + 1) if chunks[i] % d == 0 and d <= room),
-                   default=1)
-        # an extent with no divisor near ``room`` (a large prime) keeps the plain cut: aligned
-        # writes are not worth thousands of tiny chunk files
-        chunks[i] = best if 4 * best >= min(room, chunks[i]) else max(1, int(room))
+    while int(np.prod(chunks)) > target and i < len(chunks):
+        excess = int(np.prod(chunks)) / target
+        chunks[i] = max(1, int(chunks[i] / excess)) if chunks[i] > 1 else 1
+        if int(np.prod(chunks)) > target:
+            chunks[i] = 1
         i += 1
     return tuple(max(1, c) for c in chunks)
 
