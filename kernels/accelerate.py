@@ -81,7 +81,11 @@ def _choose_cache_dir() -> str | None:
     return None
 
 
-class KernelCacheLocator(numba.core.caching._CacheLocator):
+#: numba's (private) locator base class; without it the cache falls back to numba's own locators
+_LocatorBase = getattr(numba.core.caching, "_CacheLocator", None)
+
+
+class KernelCacheLocator(_LocatorBase or object):
     """numba cache locator for this package's functions: ``numba.config.CACHE_DIR`` itself, with
     no path-dependent sub-directory (see the module docstring)."""
 
@@ -120,7 +124,7 @@ def _install_locator() -> None:
     caching = numba.core.caching  # the class is CacheImpl in numba 0.68, _CacheImpl before
     impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
     classes = getattr(impl, "_locator_classes", None)
-    if isinstance(classes, list) and KernelCacheLocator not in classes:
+    if _LocatorBase is not None and isinstance(classes, list) and KernelCacheLocator not in classes:
         classes.insert(0, KernelCacheLocator)
 
 
