@@ -30,7 +30,7 @@ class BuildPyWithKernelCache(build_py):
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         for name in ("NUMBA_CACHE_DIR", "NUMBA_DISABLE_JIT", "NUMBA_CACHE_LOCATOR_CLASSES"):
             env.pop(name, None)
-        print("accel-sweep: compiling the kernels into the package (~30 s; "
+        print("accel-sweep: compiling the kernels into the package (~1 min on two cores; "
               "ACCEL_SWEEP_NO_KERNEL_CACHE=1 skips this)", flush=True)
         t0 = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "kernels"], env=env, cwd=self.build_lib,
