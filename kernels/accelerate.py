@@ -81,27 +81,19 @@ def _choose_cache_dir() -> str | None:
     return None
 
 
-#: numba's (private) locator base class; without it the cache falls back to numba's own locators
-_LocatorBase = getattr(numba.core.caching, "_CacheLocator", None)
+#: numba's locator for ``NUMBA_CACHE_DIR``; :class:`KernelCacheLocator` changes only its path
+_Provided = getattr(numba.core.caching, "UserProvidedCacheLocator", None)
 
 
-class KernelCacheLocator(_LocatorBase or object):
-    """numba cache locator for this package's functions: ``numba.config.CACHE_DIR`` itself, with
-    no path-dependent sub-directory (see the module docstring)."""
+class KernelCacheLocator(_Provided or object):
+    """numba's ``NUMBA_CACHE_DIR`` locator, for this package's functions only, filing them in
+    ``numba.config.CACHE_DIR`` itself, without the sub-directory named after a hash of the
+    source's absolute path (see the module docstring); source stamp, disambiguator and the
+    writability check are numba's own."""
 
     def __init__(self, py_func, py_file):
-        self._py_file = py_file
-        self._lineno = py_func.__code__.co_firstlineno
-
-    def get_cache_path(self) -> str:
-        return numba.config.CACHE_DIR
-
-    def get_source_stamp(self):
-        with open(self._py_file, "rb") as f:  # what numba's own locators check
-            return hashlib.sha256(f.read()).digest()
-
-    def get_disambiguator(self) -> str:
-        return str(self._lineno)
+        super().__init__(py_func, py_file)
+        self._cache_path = numba.config.CACHE_DIR
 
     @classmethod
     def from_function(cls, py_func, py_file):
@@ -112,19 +104,14 @@ class KernelCacheLocator(_LocatorBase or object):
                 return None
         except OSError:
             return None
-        self = cls(py_func, py_file)
-        try:
-            self.ensure_cache_path()
-        except OSError:
-            return None
-        return self
+        return super().from_function(py_func, py_file)
 
 
 def _install_locator() -> None:
     caching = numba.core.caching  # the class is CacheImpl in numba 0.68, _CacheImpl before
     impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
     classes = getattr(impl, "_locator_classes", None)
-    if _LocatorBase is not None and isinstance(classes, list) and KernelCacheLocator not in classes:
+    if _Provided is not None and isinstance(classes, list) and KernelCacheLocator not in classes:
         classes.insert(0, KernelCacheLocator)
 
 
