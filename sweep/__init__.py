@@ -10,6 +10,9 @@ registers the ``ds.sweep`` xarray accessor. The rooms (see docs/architecture.md)
 - :mod:`sweep.cli`: the ``sweep`` command.
 """
 
+# isort: off
+from sweep.execute import clock as _clock  # noqa: F401 - first: when `import sweep` began
+# isort: on
 from grids.errors import SpecError
 from sweep.analysis import accessor as _accessor  # noqa: F401 - registers the ds.sweep accessor
 from sweep.execute.local import run

@@ -311,6 +311,20 @@ def test_interrupt_while_the_writer_writes_keeps_the_previous_result(reference_d
 
 
 # ------------------------------------------------------------------------------ CLI
+def test_process_age_counts_from_python_not_from_a_shell_fork(monkeypatch):
+    # a shell's last command is exec'd without a fork: the process then dates from the shell's
+    # fork (``bash -c "pip install . && sweep run"`` printed a 94 s start-up); the age counted
+    # from the interpreter caps it
+    from sweep.cli import run as cli_run
+    from sweep.execute import clock
+
+    t_set = time.perf_counter()
+    monkeypatch.setattr(clock, "IMPORT_STARTED", (t_set - 0.05, 0.01))
+    age = cli_run.process_age()
+    t_after = time.perf_counter()
+    assert 0.06 <= age <= 0.06 + (t_after - t_set)
+
+
 def test_wall_line_is_replaced_or_appended():
     stats = RunStats(points=1000, seconds=2.0, chunks=1)
     line = wall_line(3.5, 0.5, stats, 0.25)

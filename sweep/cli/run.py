@@ -19,17 +19,28 @@ def launched_as_cli() -> bool:
 
 
 def process_age() -> float:
-    """Seconds since this process started (interpreter start-up and imports included), from
-    /proc on Linux; 0 where unknown."""
+    """Seconds since this process started running Python (interpreter start-up and imports
+    included).
+
+    The kernel dates a process from its fork (/proc on Linux). A shell that runs its last command
+    without forking (``bash -c "pip install . && sweep run"``, a subshell, a CI step) hands over a
+    process as old as the commands before it, so that age is capped by one counted from the
+    interpreter: the CPU time used before ``sweep`` began importing (the interpreter's start-up,
+    which is CPU-bound) plus the wall time since. Only the estimate where /proc is missing."""
+    from sweep.execute.clock import IMPORT_STARTED
+
+    wall0, cpu0 = IMPORT_STARTED
+    since_python = cpu0 + (time.perf_counter() - wall0)
     try:
         with open("/proc/self/stat", encoding="ascii") as f:
             fields = f.read().rsplit(")", 1)[1].split()
         start_ticks = int(fields[19])  # field 22 of stat(5); fields[0] is field 3
         with open("/proc/uptime", encoding="ascii") as f:
             uptime = float(f.read().split()[0])
-        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+        since_fork = max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
     except (OSError, ValueError, IndexError):
-        return 0.0
+        return since_python
+    return min(since_fork, since_python)
 
 
 def wall_line(total: float, startup: float, stats, summary: float) -> str:
