@@ -100,15 +100,29 @@ PARAMS: dict[str, ParamSpec] = {
                                  "engine gives to weights, KV cache and activations"),
     "max_batch": ParamSpec("count", "1", 1.0, math.inf, math.inf, "sequences the scheduler runs at "
                            "once per replica; inf = no cap", whole=True, allow_inf=True),
-    "prefill_chunk": ParamSpec("count", "token", 0.0, math.inf, 0.0, "tokens per prefill forward "
-                               "pass; 0 = the grid's workload setting, inf = no chunking",
-                               whole=True, allow_inf=True),
+    "prefill_chunk": ParamSpec("count", "token", 0.0, math.inf, 0.0, "tokens per forward pass: "
+                               "the scheduler's token budget per iteration (decode and prompt "
+                               "tokens) and a static prefill's chunk; 0 = the grid's workload "
+                               "setting, inf = no limit", whole=True, allow_inf=True),
     "kv8_efficiency": ParamSpec(**_FRACTION, meaning="factor on bandwidth when reading a KV cache "
                                 "narrower than 16 bit"),
     "weight_only_efficiency": ParamSpec(**_FRACTION, meaning="factor on the weight-read bandwidth "
                                         "and GEMM rate of weight-only quantised schemes"),
     "pads_heads": ParamSpec("bool", "bool", 0.0, 1.0, True, "runs a tensor-parallel degree that does "
                             "not divide the attention heads by padding heads"),
+    "chunked_prefill": ParamSpec("bool", "bool", 0.0, 1.0, True, "continuous batching: a prompt is "
+                                 "split across iterations to fit the token budget left beside "
+                                 "the running decodes (chunked prefill); false: a prompt runs "
+                                 "whole in one iteration"),
+    "mixed_batching": ParamSpec("bool", "bool", 0.0, 1.0, True, "continuous batching: prompt "
+                                "tokens share one forward pass with the running decodes; false: "
+                                "prefill passes of their own between decode passes"),
+    "kv_block": ParamSpec("count", "token", 1.0, 4096.0, 1.0, "KV cache block (page) size: the "
+                          "cache is allocated to a request in whole blocks", whole=True),
+    "kv_reserve": ParamSpec("bool", "bool", 0.0, 1.0, False, "continuous batching: a request is "
+                            "admitted only if the KV cache of its prompt and every output token "
+                            "is free (no preemption); false: blocks are allocated as tokens are "
+                            "generated, so capacity counts the mean in-flight length"),
     "speculative_tokens": ParamSpec("count", "1", 0.0, 64.0, 0.0, "draft tokens per verification "
                                     "step (0 = off)", whole=True),
     "speculative_acceptance": ParamSpec("fraction", "1", 0.0, 1.0, 0.0, "per-token acceptance "
@@ -117,6 +131,8 @@ PARAMS: dict[str, ParamSpec] = {
                                         "relative to one target decode step"),
 }
 SCALARS = tuple(k for k in PARAMS if k not in BY_DTYPE)
+#: yes/no parameters: a TOML boolean with a ``<name>_source`` text beside it
+BOOLS = tuple(k for k, v in PARAMS.items() if v.dimension == "bool")
 #: parameters whose ideal value is physically right when a file leaves them out: engines do not
 #: speculate unless configured to. Every other parameter must be in a real engine's [defaults].
 OPTIONAL = ("speculative_tokens", "speculative_acceptance", "speculative_draft_cost")
@@ -236,6 +252,10 @@ class EngineParams:
     kv8_efficiency: float  # [1]
     weight_only_efficiency: float  # [1]
     pads_heads: bool
+    chunked_prefill: bool
+    mixed_batching: bool
+    kv_block: float  # [token]
+    kv_reserve: bool
     speculative_tokens: float  # [1]
     speculative_acceptance: float  # [1]
     speculative_draft_cost: float  # [1]
@@ -373,27 +393,27 @@ def _read_level(table: Any, label: str, file: str, problems: list[str]) -> dict[
                 s = _read_number(e, key, PARAMS[key], f"{where} {key}.{dtype}", problems)
                 if s is not None:
                     out[f"{key}.{dtype}"] = Value(s.value, _origin(origin_label, s), s)
-        elif key == "pads_heads":
-            src = table.get("pads_heads_source")
+        elif key in BOOLS:
+            src = table.get(f"{key}_source")
             if not isinstance(entry, bool):
-                problems.append(f"{where}: pads_heads must be true or false, got {entry!r}")
+                problems.append(f"{where}: {key} must be true or false, got {entry!r}")
             elif not (isinstance(src, str) and src.strip()):
-                problems.append(f"{where}: pads_heads needs a pads_heads_source text saying where "
-                                f"the behaviour is documented")
+                problems.append(f"{where}: {key} needs a {key}_source text saying where the "
+                                f"behaviour is documented")
             else:
                 out[key] = Value(entry, f"{origin_label}; {src}")
-        elif key == "pads_heads_source":
-            if "pads_heads" not in table:
-                problems.append(f"{where}: pads_heads_source without pads_heads")
+        elif key.endswith("_source") and key[:-7] in BOOLS:
+            if key[:-7] not in table:
+                problems.append(f"{where}: {key} without {key[:-7]}")
             elif not isinstance(entry, str):
-                problems.append(f"{where}: pads_heads_source must be a text, got {entry!r}")
+                problems.append(f"{where}: {key} must be a text, got {entry!r}")
         elif key in PARAMS:
             s = _read_number(entry, key, PARAMS[key], f"{where} {key}", problems)
             if s is not None:
                 out[key] = Value(s.value, _origin(origin_label, s), s)
         else:
             problems.append(f"{where}: unknown parameter {key!r}"
-                            f"{suggest(key, (*PARAMS, 'pads_heads_source'))}")
+                            f"{suggest(key, (*PARAMS, *(f'{b}_source' for b in BOOLS)))}")
     return out
 
 
@@ -735,7 +755,7 @@ def _resolve_levels(engine: Engine, device: Device,
     for name in SCALARS:
         if name in found:
             v = found[name]
-            values[name] = v.value if name == "pads_heads" else float(v.value)
+            values[name] = v.value if name in BOOLS else float(v.value)
             origin[name] = v.origin + suffix
         else:
             values[name] = PARAMS[name].ideal

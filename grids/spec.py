@@ -54,8 +54,14 @@ from grids.units import parse_quantity
 
 DIMS = ("hardware", "engine", "model", "batch", "context", "output_len", "precision",
         "parallelism")
-TOP_KEYS = (*DIMS, "workload", "efficiency", "hypothetical", "calibration", "cost", "name",
-            "description")
+#: the load axis of a grid over request rates takes the place of ``batch``
+RATE_DIM = "request_rate"
+#: serving modes (docs/model.md section 13): iteration-level (continuous) batching at a
+#: concurrency of ``batch`` requests per replica, or static batches of ``batch`` sequences
+BATCHING = ("continuous", "static")
+DEFAULT_BATCHING = "continuous"
+TOP_KEYS = (*DIMS, RATE_DIM, "batching", "workload", "efficiency", "hypothetical", "calibration",
+            "cost", "name", "description")
 WORKLOAD_KEYS = {"prefill_chunk": "count", "output_len": "count", "context_scaling": "fraction"}
 MAX_POINTS_WARNING = 10**10
 #: largest values of the integer axes (beyond them the arithmetic leaves float precision, and no
@@ -86,6 +92,7 @@ DEFAULT_SPEC: dict[str, Any] = {
     "batch": {"from": 1, "to": 1024, "scale": "log2"},
     "context": {"from": 128, "to": 131072, "scale": "log2"},
     "output_len": 256,
+    "batching": DEFAULT_BATCHING,
     "precision": ["bf16", "fp8", "w4a16"],
     "parallelism": list(DEFAULT_LAYOUTS),
     "workload": {"prefill_chunk": DEFAULT_PREFILL_CHUNK},
@@ -111,10 +118,26 @@ class GridSpec:
     engine_overlay: dict[str, Any] | None = None  # calibration overlay (None = the shipped one)
     cost: Any = None  # grids.prices.CostSpec
     context_scaling: float = 1.0
+    batching: str = DEFAULT_BATCHING
+    #: the grid's load axis holds request rates of the layout [1/s] (``batch`` holds them)
+    at_rate: bool = False
 
     def __post_init__(self) -> None:
         if not self.engines:
             self.engines = [enginecat.load_engine(DEFAULT_ENGINE)]
+
+    @property
+    def load_dim(self) -> str:
+        """Name of the load axis: ``batch`` (sequences per replica) or ``request_rate``."""
+        return RATE_DIM if self.at_rate else "batch"
+
+    @property
+    def mode(self) -> float:
+        """The kernels' serving mode (``kernels.params.MODE_*`` value; grids does not import
+        kernels, the values are 0 static, 1 continuous, 2 continuous at a request rate)."""
+        if self.at_rate:
+            return 2.0
+        return 0.0 if self.batching == "static" else 1.0
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -236,6 +259,54 @@ def _int_axis_values(value: Any, key: str, problems: list[str], minimum: int) ->
     return out
 
 
+#: largest request rate of a grid [1/s]
+RATE_MAX = 1e9
+
+
+def _rate_axis(value: Any, problems: list[str]) -> list[float]:
+    """Request rates [1/s]: positive numbers, or a range ``{from, to, scale, num}`` (log2:
+    doubling from ``from``; linear: ``num`` values)."""
+    key = RATE_DIM
+    if isinstance(value, dict):
+        unknown = set(value) - {"from", "to", "scale", "num"}
+        lo, hi = value.get("from"), value.get("to")
+        if unknown or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                              and math.isfinite(v) for v in (lo, hi)):
+            problems.append(f"{key}: a range needs numbers 'from' and 'to' (and optionally scale "
+                            f"= 'log2' | 'linear', num)")
+            return []
+        if not 0 < lo <= hi <= RATE_MAX:
+            problems.append(f"{key}: range from {lo} to {hi} must satisfy 0 < from <= to <= "
+                            f"{RATE_MAX:.0e}")
+            return []
+        scale = value.get("scale", "log2")
+        if scale == "log2":
+            out, x = [], float(lo)
+            while x <= hi * (1 + 1e-12):
+                out.append(x)
+                x *= 2
+            return out
+        num = _whole(value.get("num", 10))
+        if scale != "linear" or num is None or num < 1:
+            problems.append(f"{key}: scale must be 'log2' or 'linear' with num >= 1")
+            return []
+        return [float(lo)] if num == 1 else [lo + (hi - lo) * i / (num - 1) for i in range(num)]
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        problems.append(f"{key}: empty list (give at least one rate in requests per second)")
+    out = []
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                or not 0 < v <= RATE_MAX:
+            problems.append(f"{key}: {v!r} is not a request rate in (0, {RATE_MAX:.0e}] "
+                            f"requests per second")
+        else:
+            out.append(float(v))
+    if len(set(out)) != len(out):
+        problems.append(f"{key}: duplicate values {sorted(out)}")
+    return out
+
+
 def _str_list(value: Any, key: str, problems: list[str]) -> list[str]:
     items = value if isinstance(value, list) else [value]
     if not items:
@@ -308,7 +379,23 @@ def spec_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> GridSpe
             problems.extend(f"model: {p}" for p in exc.problems)
     _no_duplicate_ids("model", [m.id for m in models], problems)
 
-    batch = _int_axis(raw.get("batch", [1]), "batch", problems)
+    batching = raw.get("batching", DEFAULT_BATCHING)
+    if batching not in BATCHING:
+        problems.append(f"batching: {batching!r} is not a serving mode; use 'continuous' "
+                        f"(iteration-level batching, what serving engines run) or 'static' (a "
+                        f"fixed batch prefilled and decoded together)")
+        batching = DEFAULT_BATCHING
+    at_rate = RATE_DIM in raw
+    if at_rate:
+        if "batch" in raw:
+            problems.append("give batch (requests in flight per replica) or request_rate "
+                            "(requests per second), not both")
+        if batching == "static":
+            problems.append("request_rate needs batching = 'continuous' (a static batch has no "
+                            "arrival rate)")
+        batch = _rate_axis(raw[RATE_DIM], problems)
+    else:
+        batch = _int_axis(raw.get("batch", [1]), "batch", problems)
     context = _int_axis(raw.get("context", [1024]), "context", problems)
     out_raw = raw.get("output_len", workload.get("output_len", 256))
     if "output_len" in raw and "output_len" in workload:
@@ -368,7 +455,8 @@ def spec_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> GridSpe
         raise SpecError(problems, "grid spec")
     spec = GridSpec(devices, models, batch, context, output_len, out_is_dim, precisions, layouts,
                     int(chunk), raw=dict(raw), name=str(raw.get("name", "")), engines=engines,
-                    engine_overlay=overlay, cost=cost, context_scaling=float(scaling))
+                    engine_overlay=overlay, cost=cost, context_scaling=float(scaling),
+                    batching=str(batching), at_rate=at_rate)
     if spec.n_points > MAX_POINTS_WARNING:
         raise SpecError(f"grid spec: {spec.n_points:.3g} points is more than "
                         f"{MAX_POINTS_WARNING:.0e}; split the grid or narrow an axis")
@@ -601,4 +689,4 @@ def _hypothetical(hid: str, table: Any, resolve, problems: list[str]) -> list[hw
 
 def spec_toml(raw: dict[str, Any]) -> str:
     """A spec dict as TOML text (the dims' ranges as inline tables), e.g. for provenance."""
-    return tomlio.dumps(raw, inline=DIMS)
+    return tomlio.dumps(raw, inline=(*DIMS, RATE_DIM))

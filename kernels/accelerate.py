@@ -124,6 +124,9 @@ if _cache_dir is not None:
 SCALAR = {"cache": True, "nogil": True, "fastmath": False, "inline": "always"}
 #: options for the serial block functions called from the parallel loops
 SERIAL = {"cache": True, "nogil": True, "fastmath": False}
+#: options for large helpers called (not inlined) from several places: inlining them at every
+#: call site multiplies the intermediate representation and the compile time
+CALLED = {"cache": True, "nogil": True, "fastmath": False}
 #: options for the entry-point kernels that loop over a grid in parallel
 PARALLEL = {"cache": True, "nogil": True, "fastmath": False, "parallel": True}
 
@@ -134,6 +137,10 @@ def scalar_jit(func):
 
 def serial_jit(func):
     return numba.njit(**SERIAL)(func)
+
+
+def called_jit(func):
+    return numba.njit(**CALLED)(func)
 
 
 def parallel_jit(func):

@@ -40,17 +40,15 @@ from kernels.params import (
     HW_FIELDS,
     LAYOUT_FIELDS,
     METRICS,
+    MODE_CONTINUOUS,
+    MODE_RATE,
+    MODE_STATIC,
     MODEL_FIELDS,
     PRECISION_FIELDS,
     PX_FIELDS,
 )
-from kernels.roofline import (
-    stage_point,
-    stage_prompt,
-    stage_static,
-    static_reason,
-    store_infeasible,
-)
+from kernels.point import stage_point, stage_prompt, stage_static
+from kernels.roofline import static_reason, store_infeasible
 
 N_METRICS = len(METRICS)
 N_HW, N_MD, N_PR, N_LY = len(HW_FIELDS), len(MODEL_FIELDS), len(PRECISION_FIELDS), len(LAYOUT_FIELDS)
@@ -63,13 +61,13 @@ COMPILE_ESTIMATE_S = 20
 
 # ------------------------------------------------------------------------------ shared pieces
 @serial_jit
-def _static(hw_t, md_t, px_t, bt, pr_t, ly_t):
+def _static(hw_t, md_t, px_t, bt, pr_t, ly_t, mode):
     """The context-free part of one compatible (platform, model, batch, precision, layout)."""
-    return stage_static(hw_t, md_t, px_t, bt, pr_t, ly_t)
+    return stage_static(hw_t, md_t, px_t, bt, pr_t, ly_t, mode)
 
 
 @serial_jit
-def _sweep(st, hw_t, md_t, px_t, pr_t, ly_t, bt, context, s0, s1, output_len, o0, o1, inflight,
+def _sweep(st, hw_t, md_t, px_t, pr_t, ly_t, bt, context, s0, s1, output_len, o0, o1, mode,
            out, j0, step):
     """Points (context[s], output_len[o]) for s in [s0, s1), o in [o0, o1) of one compatible
     (platform, model, batch, precision, layout) whose static part is ``st``; the point (s, o) is
@@ -78,16 +76,16 @@ def _sweep(st, hw_t, md_t, px_t, pr_t, ly_t, bt, context, s0, s1, output_len, o0
     n_o = o1 - o0
     for s in range(s0, s1):
         cs = context[s]
-        pt = stage_prompt(st, hw_t, md_t, px_t, pr_t, ly_t, bt, cs)
+        pt = stage_prompt(st, hw_t, md_t, px_t, pr_t, ly_t, bt, cs, mode)
         js = j0 + (s - s0) * n_o * step
         for o in range(o0, o1):
-            stage_point(st, pt, hw_t, md_t, px_t, pr_t, ly_t, bt, cs, output_len[o], inflight,
+            stage_point(st, pt, hw_t, md_t, px_t, pr_t, ly_t, bt, cs, output_len[o], mode,
                         out, js + (o - o0) * step)
 
 
 # ------------------------------------------------------------------------------ grid
 @serial_jit
-def _grid_block(hw_h, md_m, px_h, bt, context, output_len, pr, ly, out, base):
+def _grid_block(hw_h, md_m, px_h, bt, context, output_len, pr, ly, mode, out, base):
     """One (platform, model, batch) block of the grid: ``out[:, base:base + S*O*P*L]``.
 
     Each quantity is computed once per distinct value of the axes it depends on: per (precision,
@@ -100,8 +98,6 @@ def _grid_block(hw_h, md_m, px_h, bt, context, output_len, pr, ly, out, base):
     n_p = pr.shape[0]
     n_l = ly.shape[0]
     n_pl = n_p * n_l
-    # run-time typed (not literal) arguments, so that _sweep has one signature for both paths
-    inflight = n_s < 0  # False
     zero = np.int64(0)
     # table rows as tuples: the physics reads them with constant indices, and values held in
     # registers need no reload after every store to ``out`` (which row views might alias)
@@ -113,18 +109,18 @@ def _grid_block(hw_h, md_m, px_h, bt, context, output_len, pr, ly, out, base):
         for li in range(n_l):
             ly_t = fixed_tuple(ly[li], N_LY)
             j0 = base + p * n_l + li
-            code = static_reason(hw_t, md_t, px_t, ly_t, bt)
+            code = static_reason(hw_t, md_t, px_t, ly_t)
             if code != 0:
                 for so in range(n_s * n_o):
                     store_infeasible(out, j0 + so * n_pl, code)
                 continue
-            st = _static(hw_t, md_t, px_t, bt, pr_t, ly_t)
+            st = _static(hw_t, md_t, px_t, bt, pr_t, ly_t, mode)
             _sweep(st, hw_t, md_t, px_t, pr_t, ly_t, bt, context, zero, n_s, output_len, zero,
-                   n_o, inflight, out, j0, n_pl)
+                   n_o, mode, out, j0, n_pl)
 
 
 @serial_jit
-def _grid_range(hw, md, px, batch, context, output_len, pr, ly, out, offset, start, stop):
+def _grid_range(hw, md, px, batch, context, output_len, pr, ly, mode, out, offset, start, stop):
     """Outer blocks (platform, model, batch) ``start <= outer < stop`` of the grid, in storage
     order; the grid's first point is stored at ``out[:, offset]``."""
     n_m = md.shape[0]
@@ -135,13 +131,13 @@ def _grid_range(hw, md, px, batch, context, output_len, pr, ly, out, offset, sta
         hm = outer // n_b
         m = hm % n_m
         h = hm // n_m
-        _grid_block(hw[h], md[m], px[h], batch[b], context, output_len, pr, ly, out,
+        _grid_block(hw[h], md[m], px[h], batch[b], context, output_len, pr, ly, mode, out,
                     offset + outer * inner)
 
 
 # ------------------------------------------------------------------------------ point list
 @serial_jit
-def _points_range(hw, md, px, pr, ly, hi, mi, pi, li, batch, context, output_len, inflight,
+def _points_range(hw, md, px, pr, ly, hi, mi, pi, li, batch, context, output_len, mode,
                   out, start, stop):
     """Points ``start <= r < stop`` of a point list (row indices into the tables), stored at
     ``out[:, r]``; the same stages, chained per point, as :func:`kernels.roofline.evaluate_point`."""
@@ -154,13 +150,13 @@ def _points_range(hw, md, px, pr, ly, hi, mi, pi, li, batch, context, output_len
         pr_t = fixed_tuple(pr[pi[r]], N_PR)
         ly_t = fixed_tuple(ly[li[r]], N_LY)
         bt = batch[r]
-        code = static_reason(hw_t, md_t, px_t, ly_t, bt)
+        code = static_reason(hw_t, md_t, px_t, ly_t)
         if code != 0:
             store_infeasible(out, r, code)
             continue
-        st = _static(hw_t, md_t, px_t, bt, pr_t, ly_t)
+        st = _static(hw_t, md_t, px_t, bt, pr_t, ly_t, mode[r])
         _sweep(st, hw_t, md_t, px_t, pr_t, ly_t, bt, context, r, r + one, output_len, r, r + one,
-               inflight[r] > 0.5, out, r, one)
+               mode[r], out, r, one)
 
 
 # ------------------------------------------------------------------------------ compilation
@@ -171,7 +167,8 @@ def _signatures():
     i1 = types.Array(types.int64, 1, "C")
     o2 = types.Array(types.float32, 2, "C")
     i = types.int64
-    grid = (f2, f2, f3, f1, f1, f1, f2, f2, o2, i, i, i)
+    f = types.float64
+    grid = (f2, f2, f3, f1, f1, f1, f2, f2, f, o2, i, i, i)
     points = (f2, f2, f3, f2, f2, i1, i1, i1, i1, f1, f1, f1, f1, o2, i, i)
     return grid, points
 
@@ -345,6 +342,16 @@ def _run_ranges(fn, args: tuple, n: int, points: int, threads: int | None) -> No
 
 
 # ------------------------------------------------------------------------------ public API
+_MODES = (MODE_STATIC, MODE_CONTINUOUS, MODE_RATE)
+
+
+def _mode(mode) -> float:
+    m = float(mode)
+    if m not in _MODES:
+        raise ValueError(f"mode must be one of {_MODES} (kernels.params.MODE_*), got {mode!r}")
+    return m
+
+
 def _f64(a) -> np.ndarray:
     """A C-contiguous, writable float64 copy or view (the one type the entry points take)."""
     return np.require(a, dtype=np.float64, requirements=("C", "W"))
@@ -360,19 +367,22 @@ def grid_shape(hw, md, batch, context, output_len, pr, ly) -> tuple[int, ...]:
 
 
 def evaluate_grid(hw, md, px, batch, context, output_len, pr, ly, out=None, *, offset: int = 0,
-                  threads: int | None = None):
+                  threads: int | None = None, mode: float = MODE_STATIC):
     """Evaluate the Cartesian grid platform x model x batch x context x output_len x precision x
     layout. Returns float32 ``(N_METRICS, H, M, B, S, O, P, L)`` (C order, storage order).
 
     ``out``: a C-contiguous float32 ``(N_METRICS, N)`` array to write into, the grid's points at
     ``out[:, offset:offset + n]`` (a chunk of a larger result is written in place); the return
     value is then a view of that part. ``threads``: override :func:`num_threads` for this call.
+    ``mode``: the serving mode (``kernels.params.MODE_*``; with ``MODE_RATE`` the ``batch`` axis
+    holds request rates of the layout [1/s]). The metrics of ``params.RATE_METRICS`` are written
+    in rate mode only (their rows are left as they were otherwise).
     """
     shape = grid_shape(hw, md, batch, context, output_len, pr, ly)
     n = int(np.prod(shape))
     offset = int(offset)
-    if out is None:
-        out = np.empty((N_METRICS, n), dtype=np.float32)
+    if out is None:  # NaN in the rows a mode does not write (params.RATE_METRICS)
+        out = np.full((N_METRICS, n), np.nan, dtype=np.float32)
         offset = 0
     if (out.dtype != np.float32 or out.ndim != 2 or out.shape[0] != N_METRICS
             or not out.flags.c_contiguous or not out.flags.writeable
@@ -383,25 +393,26 @@ def evaluate_grid(hw, md, px, batch, context, output_len, pr, ly, out=None, *, o
     if n > 0:
         _run_ranges(_entry("grid"),
                     (_f64(hw), _f64(md), _f64(px), _f64(batch), _f64(context), _f64(output_len),
-                     _f64(pr), _f64(ly), out, offset),
+                     _f64(pr), _f64(ly), _mode(mode), out, offset),
                     n_outer, n, threads)
     return out[:, offset:offset + n].reshape((N_METRICS, *shape))
 
 
 def evaluate_points(hw, md, px, pr, ly, hi, mi, pi, li, batch, context, output_len,
-                    inflight=None, *, threads: int | None = None):
+                    mode=None, *, threads: int | None = None):
     """Evaluate a list of points given by row indices into the tables and per-row batch, context,
-    output length and in-flight flag (1 = KV sized for maximum load). Returns float32
-    ``(N_METRICS, n)``. Inputs are converted once here to the entry point's one signature
-    (contiguous int64 indices, float64 values)."""
+    output length and serving mode (``kernels.params.MODE_*``, one per row or one for all;
+    default static). Returns float32 ``(N_METRICS, n)`` (NaN where a metric does not apply).
+    Inputs are converted once here to the entry point's one signature (contiguous int64
+    indices, float64 values)."""
     n = len(hi)
-    out = np.empty((N_METRICS, n), dtype=np.float32)
-    flags = np.zeros(n) if inflight is None else np.asarray(inflight, dtype=np.float64)
+    out = np.full((N_METRICS, n), np.nan, dtype=np.float32)
+    flags = np.zeros(n) if mode is None else np.asarray(mode, dtype=np.float64)
     if flags.ndim == 0:
         flags = np.full(n, float(flags))
-    if flags.shape != (n,):
-        raise ValueError(f"inflight: one flag per point ({n}) or one for all, got shape "
-                         f"{flags.shape}")
+    if flags.shape != (n,) or not np.isin(flags, _MODES).all():
+        raise ValueError(f"mode: one of {_MODES} per point ({n}) or one for all, got "
+                         f"{np.unique(flags)[:5]} of shape {flags.shape}")
     if n > 0:
         _run_ranges(_entry("points"),
                     (_f64(hw), _f64(md), _f64(px), _f64(pr), _f64(ly), _i64(hi), _i64(mi),

@@ -31,6 +31,10 @@ HW_FIELDS = (
     "max_batch", "prefill_chunk", "pads_heads",
     "spec_tokens", "spec_acceptance", "spec_draft_cost",
     "supported",
+    # scheduler (docs/model.md section 13): whether prompts are chunked across iterations and
+    # mixed with decode in one forward pass, the KV block [token], and the admission rule
+    # (1 = reserve prompt + output per request, 0 = allocate as generated)
+    "chunked_prefill", "mixed_batching", "kv_block", "kv_reserve",
     # cost
     "cost_fixed", "cost_energy",                            # [USD/s per device], [USD/J]
 )
@@ -68,7 +72,17 @@ METRICS = (
     "cost_per_mtok", "tokens_per_dollar",
     "memory_per_device", "host_fraction", "fits", "infeasible_reason", "bound",
     "arithmetic_intensity", "mfu", "mbu", "latency_cov", "min_devices",
+    "max_concurrency", "concurrency",
+    "ttft_p50", "ttft_p90", "ttft_p99", "e2e_p50", "e2e_p90", "e2e_p99",
 )
+#: metrics that only a request-rate grid carries (latency percentiles under Poisson arrivals);
+#: the kernels leave them unwritten in the other modes and the results drop them
+RATE_METRICS = ("ttft_p50", "ttft_p90", "ttft_p99", "e2e_p50", "e2e_p90", "e2e_p99")
+#: serving modes (an argument of the entry points, docs/model.md section 13): a static batch of
+#: ``batch`` sequences; continuous batching at a concurrency of ``batch`` requests per replica;
+#: continuous batching at a request rate (the batch axis holds requests/s of the layout)
+MODE_STATIC, MODE_CONTINUOUS, MODE_RATE = 0.0, 1.0, 2.0
+SERVING_MODES = ("static", "continuous", "rate")
 M = {name: i for i, name in enumerate(METRICS)}
 
 #: values of ``bound`` (which resource limits the decode step); -1 marks an infeasible point
@@ -78,7 +92,7 @@ BOUND_INFEASIBLE = -1
 #: values of ``infeasible_reason`` (0 = feasible), docs/model.md section 2
 INFEASIBLE_MEANINGS = ("feasible", "engine_unsupported", "no_compute_dtype", "tp_heads",
                        "ep_experts", "pp_layers", "no_host_tier", "batch_cap", "context_window",
-                       "memory", "host_capacity")
+                       "memory", "host_capacity", "saturated")
 R = {name: i for i, name in enumerate(INFEASIBLE_MEANINGS)}
 
 

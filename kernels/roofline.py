@@ -1,15 +1,14 @@
-"""Per-point roofline physics: the one place where the model's equations are written.
+"""The physics of one forward pass: the one place where the model's equations are written.
 
 Every function here is a numba scalar helper, inlined into both entry points of ``kernels.grid``
 (the Cartesian grid and the point list), so the physics exists once. ``docs/model.md`` states every
 equation with its source; the comments below name the equation numbers and sections used there.
 
-A point is evaluated in three stages by the axes each quantity depends on, so that the Cartesian
-kernel computes each quantity once per distinct value of its axes while the point-list kernel
-chains them per point: :func:`stage_static` (platform, model, batch, precision, layout),
-:func:`stage_prompt` (+ prompt length), :func:`stage_point` (+ output length). The stages pass
-named tuples (:data:`Static`, :data:`Decode`, :data:`Prompt`); every expression is the same whichever
-way the stages are called, so the results are bit-identical.
+:func:`stage_geometry` holds what a (platform, model, precision, layout) is: head padding, the
+busiest pipeline stage, bytes per device, links. :func:`pass_fixed` and :func:`pass_time` time
+one forward pass of any mix of tokens (a static batch's decode step, its prefill, a continuous
+batching iteration that carries both): :mod:`kernels.static` and :mod:`kernels.serving` build the
+serving modes from them and :mod:`kernels.point` chains the stages of a point.
 
 Units: bytes [B], bandwidth [B/s], FLOP/s, time [s], power [W], money [USD]; counts are plain
 numbers.
@@ -44,6 +43,8 @@ H_CB, H_LEFF, H_CLAT, H_OV = (HW["comm_bytes"], HW["link_efficiency"],
 H_BCAP, H_CHUNK, H_PADS = HW["max_batch"], HW["prefill_chunk"], HW["pads_heads"]
 H_SPK, H_SPA, H_SPC = HW["spec_tokens"], HW["spec_acceptance"], HW["spec_draft_cost"]
 H_SUP, H_CFIX, H_CEN = HW["supported"], HW["cost_fixed"], HW["cost_energy"]
+H_CHP, H_MIX, H_BLK, H_RES = (HW["chunked_prefill"], HW["mixed_batching"], HW["kv_block"],
+                              HW["kv_reserve"])
 
 X_PEAK, X_EPRE, X_EDEC, X_GKV, X_GW = (PX["peak"], PX["eff_prefill"], PX["eff_decode"],
                                        PX["kv_factor"], PX["weight_factor"])
@@ -75,29 +76,25 @@ O_MEM, O_HOSTF, O_FITS, O_WHY, O_BOUND = (M["memory_per_device"], M["host_fracti
                                           M["infeasible_reason"], M["bound"])
 O_AI, O_MFU, O_MBU, O_COV, O_MIND = (M["arithmetic_intensity"], M["mfu"], M["mbu"],
                                      M["latency_cov"], M["min_devices"])
+O_MAXC, O_CONC = M["max_concurrency"], M["concurrency"]
+O_T50, O_T90, O_T99 = M["ttft_p50"], M["ttft_p90"], M["ttft_p99"]
+O_E50, O_E90, O_E99 = M["e2e_p50"], M["e2e_p90"], M["e2e_p99"]
 R_ENGINE, R_DTYPE, R_HEADS, R_EXPERTS, R_LAYERS, R_HOST = (
     R["engine_unsupported"], R["no_compute_dtype"], R["tp_heads"], R["ep_experts"],
     R["pp_layers"], R["no_host_tier"])
-R_CONTEXT, R_BATCH, R_MEMORY, R_HOSTCAP = (R["context_window"], R["batch_cap"], R["memory"],
-                                           R["host_capacity"])
+R_CONTEXT, R_MEMORY, R_HOSTCAP, R_SATURATED = (R["context_window"], R["memory"],
+                                              R["host_capacity"], R["saturated"])
 
-#: what :func:`stage_static` passes on: per (platform, model, batch, precision, layout)
-Static = namedtuple("Static", (
+#: per (platform, model, precision, layout), from :func:`stage_geometry`
+Geometry = namedtuple("Geometry", (
     "a_pad", "p_lin", "stage_layers", "sf", "moe_stage", "w_read_end",
     "dense_read_dev", "experts_dev", "weights_dev", "dense_read_on", "experts_on", "stored_on",
-    "host_bytes", "kv_frac", "mb", "b_m", "g_m", "g_all", "rounds",
-    "act_per_token_layer", "logits_dev", "w_replica", "logits_replica", "dev_cap",
-    "cbytes", "bw_tp", "lat_tp", "bw_ep", "lat_ep", "t_ovh", "dec", "dec_spec"))
-#: the decode step's parts that do not depend on the KV length, for one verification of ``q``
-#: tokens per sequence (q = 1 without speculative decoding)
-Decode = namedtuple("Decode", (
-    "flops_w", "flops_exp", "experts_read", "act_read", "host_traffic", "place", "t_comm",
-    "t_a2a", "t_hops", "r_imb", "q"))
-#: what :func:`stage_prompt` passes on: + the prompt length
-Prompt = namedtuple("Prompt", (
-    "act_dev", "act_replica", "fl_pre", "t_comp_pre", "kv_write", "act_pre", "pre_place",
-    "host_traffic_pre", "t_comm_pre", "t_hops_pre", "t_ovh_pre", "n_chunks"))
-
+    "host_bytes", "kv_frac", "act_per_token_layer", "w_replica", "dev_cap",
+    "cbytes", "bw_tp", "lat_tp", "bw_ep", "lat_ep", "t_ovh"))
+#: the KV-independent parts of forward passes, from :func:`pass_fixed`
+Pass = namedtuple("Pass", (
+    "flops_w", "flops_exp", "experts_read", "act_traffic", "host_traffic", "place", "t_comm",
+    "t_a2a", "t_hops", "r_imb"))
 
 # ------------------------------------------------------------------------------------------------
 # scalar building blocks
@@ -321,13 +318,13 @@ def place_end(hw, st, seg_kv, seg_act, tr_kv, tr_act, host_bytes, host_traffic, 
 
 
 # ------------------------------------------------------------------------------------------------
-# the three stages of a point
+# compatibility and the geometry of a replica
 
 
 @scalar_jit
-def static_reason(hw, md, px, ly, batch):
-    """Why a (platform, model, batch, precision, layout) is infeasible before any size is known
-    (model.md section 2: codes 1-6 and 8), or 0."""
+def static_reason(hw, md, px, ly):
+    """Why a (platform, model, precision, layout) cannot run the model at all (model.md section
+    2: codes 1-6), or 0."""
     tp = ly[L_TP]
     ep = ly[L_EP]
     n_exp = md[M_NEXP]
@@ -343,47 +340,14 @@ def static_reason(hw, md, px, ly, batch):
         return R_LAYERS
     if (ly[L_OFF] > 0.0 or ly[L_SPILL] > 0.5) and hw[H_HC] <= 0.0:
         return R_HOST
-    if batch > hw[H_BCAP]:
-        return R_BATCH
     return 0
 
 
 @scalar_jit
-def decode_fixed(hw, md, px, pr, ly, q, p_lin, sf, moe_stage, w_read_end, dense_read_dev,
-                 experts_dev, dense_read_on, experts_on, stored_on, b_m, g_m, stage_layers,
-                 cbytes, bw_tp, lat_tp, bw_ep, lat_ep):
-    """The decode step's parts that do not depend on the KV length, for ``q`` tokens per sequence
-    (a speculative verification step checks q = k_s + 1)  [model.md sections 6-7]."""
-    tp = ly[L_TP]
-    pp = ly[L_PP]
-    ep = ly[L_EP]
-    off = ly[L_OFF]
-    topk = md[M_TOPK]
-    assign = b_m * q * topk
-    imb, r_imb = ep_imbalance(assign, ep)
-    u = experts_touched_fraction(b_m * q * imb, topk, md[M_NEXP])
-    flops_dense = 2.0 * g_m * q * (p_lin * sf + w_read_end / pr[P_EB]) / tp
-    flops_exp = 2.0 * (assign / ep) * imb * md[M_PEXP] * moe_stage / tp
-    experts_read = experts_on * u
-    act_read = 2.0 * g_m * q * md[M_ACT] * sf * pr[P_AB] / tp
-    host_traffic = (dense_read_dev + experts_dev * u) * off
-    place = place_begin(hw, dense_read_on, experts_on, dense_read_on, experts_read, stored_on,
-                        px[X_GW])
-    msg = g_m * q * md[M_D] * cbytes
-    t_a2a = 0.0
-    if ep > 1.0:
-        a2a = g_m * q * topk * md[M_D] * cbytes * (ep - 1.0) / ep * imb / tp
-        t_a2a = 2.0 * moe_stage * (a2a / bw_ep + (ep - 1.0) * lat_ep)
-    t_comm = 2.0 * stage_layers * ring_allreduce_time(msg, tp, bw_tp, lat_tp) + t_a2a
-    t_hops = hops_time(hw, pp, tp * ep, msg)
-    return Decode(flops_dense + flops_exp, flops_exp, experts_read, act_read, host_traffic, place,
-                  t_comm, t_a2a, t_hops, r_imb, q)
-
-
-@scalar_jit
-def stage_static(hw, md, px, batch, pr, ly):
-    """Quantities of one compatible (platform, model, batch, precision, layout): everything that
-    depends on neither the prompt nor the output length  [model.md sections 3, 5-7]."""
+def stage_geometry(hw, md, pr, ly):
+    """Everything about one compatible (platform, model, precision, layout) that depends on no
+    workload: head padding, the busiest pipeline stage, the bytes each device holds and reads
+    every pass, the links its collectives use  [model.md sections 3, 5]."""
     tp = ly[L_TP]
     pp = ly[L_PP]
     ep = ly[L_EP]
@@ -424,18 +388,9 @@ def stage_static(hw, md, px, batch, pr, ly):
         kv_frac = math.ceil(md[M_NKV] / tp) / md[M_NKV]
     else:
         kv_frac = 1.0
-
-    # ---- whole sequences: eq. (2)
-    mb = min(batch, pp)  # micro-batches
-    b_m = math.ceil(batch / mb)  # sequences in the largest micro-batch
-    g_m = math.ceil(b_m / ep)  # ... on the busiest attention group (EP rank)
-    g_all = math.ceil(batch / ep)  # sequences whose KV the busiest rank holds
-    rounds = max(mb, pp)
     act_per_token_layer = md[M_ACT] / n_layers
-    logits_dev = g_all * md[M_V] * 4.0 / tp
-    # replica total for eq. (14): weights + KV + activations + logits, summed in this order
+    # replica total for eq. (14): the weights (KV, activations and logits are added per point)
     w_replica = md[M_PLIN] * wb + w_head + w_embed + w_experts_all
-    logits_replica = batch * md[M_V] * 4.0
     dev_cap = (hw[H_T0C] + hw[H_T1C] + hw[H_T2C]) * hw[H_CAPF]
 
     # ---- communication on the link each group spans: section 5
@@ -448,66 +403,90 @@ def stage_static(hw, md, px, batch, pr, ly):
     experts_on = experts_dev * on_device
     host_bytes = (dense_dev + experts_dev) * off
     t_ovh = stage_layers * hw[H_OVL]
-
-    dec = decode_fixed(hw, md, px, pr, ly, 1.0, p_lin, sf, moe_stage, w_read_end, dense_read_dev,
-                       experts_dev, dense_read_on, experts_on, stored_on, b_m, g_m, stage_layers,
-                       cbytes, bw_tp, lat_tp, bw_ep, lat_ep)
-    if hw[H_SPK] > 0.0:
-        dec_spec = decode_fixed(hw, md, px, pr, ly, hw[H_SPK] + 1.0, p_lin, sf, moe_stage,
-                                w_read_end, dense_read_dev, experts_dev, dense_read_on,
-                                experts_on, stored_on, b_m, g_m, stage_layers, cbytes, bw_tp,
-                                lat_tp, bw_ep, lat_ep)
-    else:
-        dec_spec = dec
-    return Static(a_pad, p_lin, stage_layers, sf, moe_stage, w_read_end, dense_read_dev,
-                  experts_dev, weights_dev, dense_read_on, experts_on, stored_on, host_bytes,
-                  kv_frac, mb, b_m, g_m, g_all, rounds, act_per_token_layer, logits_dev,
-                  w_replica, logits_replica, dev_cap, cbytes, bw_tp, lat_tp, bw_ep, lat_ep, t_ovh,
-                  dec, dec_spec)
+    return Geometry(a_pad, p_lin, stage_layers, sf, moe_stage, w_read_end, dense_read_dev,
+                    experts_dev, weights_dev, dense_read_on, experts_on, stored_on, host_bytes,
+                    kv_frac, act_per_token_layer, w_replica, dev_cap, cbytes, bw_tp, lat_tp,
+                    bw_ep, lat_ep, t_ovh)
 
 
 @scalar_jit
-def stage_prompt(st, hw, md, px, pr, ly, batch, context):
-    """Quantities that depend on the prompt length but not the output length (prefill,
-    activation sizes)  [model.md sections 3, 8]."""
+def kv_elems(md, x):
+    """KV elements of one sequence at length ``x`` (over every layer): kv(x) = kv_full x +
+    kv_win w(x)  [model.md eq. (3)]."""
+    return md[M_KVF] * x + md[M_KVW] * window_capacity(x, md[M_WIN])
+
+
+@scalar_jit
+def kv_bytes_dev(geo, md, pr, x):
+    """Bytes of one sequence's KV cache at length ``x`` on a device of its stage and EP rank
+    [model.md eq. (3)]."""
+    return kv_elems(md, x) * pr[P_KVB] * geo.kv_frac * geo.sf
+
+
+# ------------------------------------------------------------------------------------------------
+# one forward pass: the physics shared by decode steps, prefill passes and mixed iterations
+
+
+@scalar_jit
+def pass_fixed(geo, hw, md, px, pr, ly, g_tok, b_tok, g_heads, n_pass):
+    """The parts of ``n_pass`` forward passes of one micro-batch that do not depend on the KV
+    cache: ``b_tok`` tokens over all expert-parallel ranks, ``g_tok`` of them on the busiest rank,
+    ``g_heads`` of those producing logits. A decode step of ``g`` sequences verifying ``q`` tokens
+    each has ``g_tok = g q``; a prompt of ``S`` tokens ``g_tok = S``, ``g_heads = 1``; a mixed
+    iteration the sum  [model.md sections 6-8]. The weights are read once per pass, the tokens
+    and their collectives are those of all passes together."""
     tp = ly[L_TP]
     pp = ly[L_PP]
     ep = ly[L_EP]
     off = ly[L_OFF]
     topk = md[M_TOPK]
-    win = md[M_WIN]
-    chunk = hw[H_CHUNK]
-
-    tokens_chunk = min(st.g_all * context, chunk)
-    act_dev = tokens_chunk * st.act_per_token_layer * pr[P_AB] / tp + st.logits_dev
-    act_replica = min(batch * context, chunk) * st.act_per_token_layer * pr[P_AB]
-
-    tok = st.b_m * context
-    assign = tok * topk
-    imb, _ = ep_imbalance(assign, ep)
-    u = experts_touched_fraction(tok * imb, topk, md[M_NEXP])
-    n_chunks = max(1.0, math.ceil(st.g_m * context / chunk))
-    fl_pre = 2.0 * st.g_m * (context * st.p_lin * st.sf + st.w_read_end / pr[P_EB]) / tp
-    fl_pre += 2.0 * (assign / ep) * imb * md[M_PEXP] * st.moe_stage / tp
-    fl_pre += st.g_m * (md[M_AFP] * window_pairs(context, 0.0, 0.0)
-                        + md[M_AWP] * window_pairs(context, win, md[M_CHK])) \
-        * st.sf * st.a_pad / tp
-    t_comp_pre = fl_pre / (px[X_PEAK] * px[X_EPRE])
-    kv_prompt = md[M_KVF] * context + md[M_KVW] * window_capacity(context, win)
-    kv_write = st.g_m * kv_prompt * pr[P_KVB] * st.kv_frac * st.sf
-    act_pre = 2.0 * st.g_m * context * md[M_ACT] * st.sf * pr[P_AB] / tp
-    pre_place = place_begin(hw, st.dense_read_on, st.experts_on, st.dense_read_on * n_chunks,
-                            st.experts_on * u * n_chunks, st.stored_on, px[X_GW])
-    host_traffic_pre = (st.dense_read_dev + st.experts_dev * u) * off * n_chunks
-    msg = st.g_m * context * md[M_D] * st.cbytes
-    t_comm_pre = 2.0 * st.stage_layers * ring_allreduce_time(msg, tp, st.bw_tp, st.lat_tp)
+    assign = b_tok * topk
+    imb, r_imb = ep_imbalance(assign, ep)
+    u = experts_touched_fraction(b_tok * imb, topk, md[M_NEXP])
+    flops_dense = 2.0 * (g_tok * geo.p_lin * geo.sf + g_heads * geo.w_read_end / pr[P_EB]) / tp
+    flops_exp = 2.0 * (assign / ep) * imb * md[M_PEXP] * geo.moe_stage / tp
+    experts_read = geo.experts_on * u * n_pass
+    act_traffic = 2.0 * g_tok * md[M_ACT] * geo.sf * pr[P_AB] / tp
+    host_traffic = (geo.dense_read_dev + geo.experts_dev * u) * off * n_pass
+    place = place_begin(hw, geo.dense_read_on, geo.experts_on, geo.dense_read_on * n_pass,
+                        experts_read, geo.stored_on, px[X_GW])
+    msg = g_tok * md[M_D] * geo.cbytes
+    t_a2a = 0.0
     if ep > 1.0:
-        a2a = st.g_m * context * topk * md[M_D] * st.cbytes * (ep - 1.0) / ep * imb / tp
-        t_comm_pre += 2.0 * st.moe_stage * (a2a / st.bw_ep + (ep - 1.0) * st.lat_ep)
-    t_hops_pre = hops_time(hw, pp, tp * ep, msg)
-    t_ovh_pre = st.t_ovh * n_chunks
-    return Prompt(act_dev, act_replica, fl_pre, t_comp_pre, kv_write, act_pre, pre_place,
-                  host_traffic_pre, t_comm_pre, t_hops_pre, t_ovh_pre, n_chunks)
+        a2a = g_tok * topk * md[M_D] * geo.cbytes * (ep - 1.0) / ep * imb / tp
+        t_a2a = 2.0 * geo.moe_stage * (a2a / geo.bw_ep + (ep - 1.0) * geo.lat_ep)
+    t_comm = 2.0 * geo.stage_layers * ring_allreduce_time(msg, tp, geo.bw_tp, geo.lat_tp) + t_a2a
+    t_hops = hops_time(hw, pp, tp * ep, msg)
+    return Pass(flops_dense + flops_exp, flops_exp, experts_read, act_traffic, host_traffic, place,
+                t_comm, t_a2a, t_hops, r_imb)
+
+
+@scalar_jit
+def pass_time(geo, hw, px, ly, p, kv_dev, act_dev, kv_traffic, t_comp, n_pass):
+    """Time of the passes ``p`` (:func:`pass_fixed`) on the busiest stage, given the resident KV
+    cache and activations [B], the KV bytes moved and the compute time [s]: placement and memory
+    time (eq. (8)), then the stage pass (section 5). Returns (reason code: 0, memory or
+    host_capacity; stage time, memory time, SRAM, DRAM and host-link times, time at peak
+    bandwidth, host-resident bytes)."""
+    code, ts, td, th, tpk, host_total = place_end(
+        hw, p.place, kv_dev, act_dev, kv_traffic, p.act_traffic, geo.host_bytes,
+        p.host_traffic, ly[L_SPILL] > 0.5, px[X_GKV])
+    t_mem = ts + td + th
+    t_stage = stage_time(t_comp, t_mem, p.t_comm, hw[H_OV], geo.t_ovh * n_pass)
+    return code, t_stage, t_mem, ts, td, th, tpk, host_total
+
+
+@scalar_jit
+def spec_tau(hw):
+    """Tokens a speculative round yields per sequence on average: (1 - a^(k+1)) / (1 - a), k + 1
+    at a = 1, 1 without speculation  [model.md section 7]."""
+    k = hw[H_SPK]
+    if k <= 0.0:
+        return 1.0
+    alpha = hw[H_SPA]
+    if alpha < 1.0:
+        return (1.0 - alpha ** (k + 1.0)) / (1.0 - alpha)
+    return k + 1.0  # every draft accepted: the limit of the series
 
 
 @scalar_jit
@@ -518,166 +497,3 @@ def store_infeasible(out, j, code):
     out[O_FITS, j] = 0.0
     out[O_WHY, j] = code
     out[O_BOUND, j] = BOUND_INFEASIBLE
-
-
-@scalar_jit
-def stage_point(st, pt, hw, md, px, pr, ly, batch, context, output_len, inflight, out, j):
-    """The rest of one compatible point, stored in ``out[:, j]``; ``st``, ``pt`` are the results
-    of :func:`stage_static` and :func:`stage_prompt` for it. ``inflight``: size the KV cache at the
-    mean length of in-flight batching (model.md section 11) instead of a static batch's."""
-    tp = ly[L_TP]
-    pp = ly[L_PP]
-    dp = ly[L_DP]
-    win = md[M_WIN]
-    kvb = pr[P_KVB]
-    peak = px[X_PEAK]
-
-    if context + output_len > md[M_CTX]:
-        store_infeasible(out, j, R_CONTEXT)
-        return
-
-    # ---- sizes that depend on the sequence length: eqs. (3), (14)
-    x_cap = context + (0.5 * output_len if inflight else output_len)
-    kv_seq_cap = md[M_KVF] * x_cap + md[M_KVW] * window_capacity(x_cap, win)
-    kv_dev = st.g_all * kv_seq_cap * kvb * st.kv_frac * st.sf
-    mem_dev = st.weights_dev + kv_dev + pt.act_dev
-    total_replica = st.w_replica + batch * kv_seq_cap * kvb + pt.act_replica + st.logits_replica
-    min_dev = math.ceil(total_replica / st.dev_cap) if st.dev_cap > 0.0 else NAN
-
-    # ---- decode step: section 7
-    c_mean = context + 0.5 * output_len
-    c_win = window_mean_length(context, output_len, win, md[M_CHK])
-    kv_mean = md[M_KVF] * c_mean + md[M_KVW] * c_win
-    kv_read = st.g_m * kv_mean * kvb * st.kv_frac * st.sf
-    attn1 = st.g_m * (md[M_AFD] * c_mean + md[M_AWD] * c_win) * st.sf * st.a_pad / tp
-    d = st.dec
-    code, ts, td, th, tpk, host_total = place_end(
-        hw, d.place, kv_dev, pt.act_dev, kv_read, d.act_read, st.host_bytes, d.host_traffic,
-        ly[L_SPILL] > 0.5, px[X_GKV])
-    if code != 0:
-        store_infeasible(out, j, code)
-        out[O_MEM, j] = mem_dev
-        out[O_MIND, j] = min_dev
-        out[O_HOSTF, j] = host_total / mem_dev
-        return
-    flops_dec = d.flops_w + attn1
-    t_comp = flops_dec / (peak * px[X_EDEC])
-    t_mem = ts + td + th
-    ov = hw[H_OV]
-    t_stage = stage_time(t_comp, t_mem, d.t_comm, ov, st.t_ovh)
-    t_dec = st.rounds * t_stage + d.t_hops + hw[H_OVI]
-    tpot = t_dec
-    busy_dec = max(t_comp, t_mem) * st.mb  # device busy time per generated token
-    flops_tok = flops_dec  # FLOPs and peak-bandwidth time per generated token (mfu, mbu)
-    tpk_tok = tpk
-    if hw[H_SPK] > 0.0:  # speculative decoding: a round verifies k_s + 1 tokens
-        s = st.dec_spec
-        _, ts_q, td_q, th_q, tpk_q, _ = place_end(
-            hw, s.place, kv_dev, pt.act_dev, kv_read, s.act_read, st.host_bytes, s.host_traffic,
-            ly[L_SPILL] > 0.5, px[X_GKV])
-        flops_q = s.flops_w + attn1 * s.q
-        t_comp_q = flops_q / (peak * px[X_EDEC])
-        t_dec_q = (st.rounds * stage_time(t_comp_q, ts_q + td_q + th_q, s.t_comm, ov, st.t_ovh)
-                   + s.t_hops + hw[H_OVI])
-        alpha = hw[H_SPA]
-        if alpha < 1.0:
-            tau = (1.0 - alpha ** (hw[H_SPK] + 1.0)) / (1.0 - alpha)
-        else:  # every draft accepted: the limit of the series
-            tau = hw[H_SPK] + 1.0
-        round_time = t_dec_q + hw[H_SPK] * hw[H_SPC] * t_dec
-        busy_dec = (max(t_comp_q, ts_q + td_q + th_q)
-                    + hw[H_SPK] * hw[H_SPC] * max(t_comp, t_mem)) * st.mb / tau
-        tpot = round_time / tau
-        flops_tok = (flops_q + hw[H_SPK] * hw[H_SPC] * flops_dec) / tau
-        tpk_tok = (tpk_q + hw[H_SPK] * hw[H_SPC] * tpk) / tau
-
-    # ---- prefill (TTFT): section 8
-    _, tsp, tdp_, thp, tpk_pre, _ = place_end(
-        hw, pt.pre_place, kv_dev, pt.act_dev, pt.kv_write, pt.act_pre, st.host_bytes,
-        pt.host_traffic_pre, ly[L_SPILL] > 0.5, px[X_GKV])
-    t_mem_pre = tsp + tdp_ + thp
-    t_stage_pre = stage_time(pt.t_comp_pre, t_mem_pre, pt.t_comm_pre, ov, pt.t_ovh_pre)
-    ttft = ((st.mb + pp - 1.0) * t_stage_pre + pt.t_hops_pre + pt.n_chunks * hw[H_OVI]
-            + hw[H_OVR])
-
-    # ---- end to end, throughput, energy, cost: section 9
-    e2e = ttft + (output_len - 1.0) * tpot
-    devices = tp * pp * ly[L_EP] * dp
-    throughput = dp * batch * output_len / e2e
-    total_tp = dp * batch * (context + output_len) / e2e
-    util_dec = min(1.0, busy_dec / tpot)
-    util_pre = min(1.0, max(pt.t_comp_pre, t_mem_pre) * st.mb / ttft)
-    p_dec = hw[H_IDLE] + (hw[H_TDP] - hw[H_IDLE]) * util_dec
-    p_pre = hw[H_IDLE] + (hw[H_TDP] - hw[H_IDLE]) * util_pre
-    energy_dev = p_pre * ttft + p_dec * (output_len - 1.0) * tpot
-    power = devices * energy_dev / e2e
-    system_power = power + devices * hw[H_HOSTP]
-    rate = devices * hw[H_CFIX] + hw[H_CEN] * system_power  # [USD/s]
-
-    # ---- diagnostics of the decode step: section 10
-    top = max(t_comp, t_mem)
-    exposed = d.t_comm - ov * min(d.t_comm, top) + d.t_hops / st.rounds
-    overheads = st.t_ovh + hw[H_OVI] / st.rounds
-    if top >= exposed and top >= overheads:
-        if t_comp >= t_mem:
-            bound = 0.0
-        elif ts >= td and ts >= th:
-            bound = 1.0
-        elif td >= th:
-            bound = 2.0
-        else:
-            bound = 3.0
-    elif exposed >= overheads:
-        bound = 4.0
-    else:
-        bound = 5.0
-    traffic = st.dense_read_on + d.experts_read + kv_read + d.act_read + d.host_traffic
-    # latency variance: device jitter and EP load imbalance, eq. (12)
-    t_imb = d.t_a2a
-    if t_comp >= t_mem:
-        t_imb += t_comp * d.flops_exp / flops_dec
-    else:
-        t_imb += t_mem * d.experts_read / traffic
-    cov_ep = d.r_imb * t_imb / t_stage
-    cov = math.sqrt(hw[H_JIT] * hw[H_JIT] + cov_ep * cov_ep)
-
-    out[O_TTFT, j] = ttft
-    out[O_TPOT, j] = tpot
-    out[O_E2E, j] = e2e
-    out[O_THR, j] = throughput
-    out[O_TTHR, j] = total_tp
-    out[O_THRD, j] = throughput / devices
-    out[O_TPJ, j] = throughput / power
-    out[O_TPJS, j] = throughput / system_power
-    out[O_PWR, j] = power
-    out[O_SPWR, j] = system_power
-    out[O_CPM, j] = 1e6 * rate / throughput
-    out[O_TPD, j] = throughput / rate
-    out[O_MEM, j] = mem_dev
-    out[O_HOSTF, j] = host_total / mem_dev
-    out[O_FITS, j] = 1.0
-    out[O_WHY, j] = 0.0
-    out[O_BOUND, j] = bound
-    out[O_AI, j] = flops_dec / traffic
-    out[O_MFU, j] = st.mb * flops_tok / (peak * tpot)
-    out[O_MBU, j] = st.mb * tpk_tok / tpot
-    out[O_COV, j] = cov
-    out[O_MIND, j] = min_dev
-
-
-@scalar_jit
-def evaluate_point(hw, md, px, batch, context, output_len, pr, ly, inflight, out, j):
-    """Evaluate every metric of one point and store them in ``out[:, j]`` (see params.METRICS).
-
-    hw, md, pr, ly : rows of the platform, model, precision and layout tables
-    px : the platform x precision row (peak and efficiencies of the precision's compute dtype)
-    batch, context, output_len : sequences per replica, prompt tokens, generated tokens per sequence
-    inflight : size the KV cache for in-flight batching at maximum load (model.md section 11)
-    """
-    code = static_reason(hw, md, px, ly, batch)
-    if code != 0:
-        store_infeasible(out, j, code)
-        return
-    st = stage_static(hw, md, px, batch, pr, ly)
-    pt = stage_prompt(st, hw, md, px, pr, ly, batch, context)
-    stage_point(st, pt, hw, md, px, pr, ly, batch, context, output_len, inflight, out, j)

@@ -8,7 +8,8 @@ equation number of ``docs/model.md`` (v2: platforms = hardware x engine).
 :func:`reference_point` evaluates one point from dicts (field name -> value) and returns
 ``{metric name: float}``; :func:`reference_grid` has the signature of ``kernels.evaluate_grid`` and
 loops over the Cartesian grid one point at a time (the per-point Python baseline);
-:func:`reference_points` mirrors ``kernels.evaluate_points`` (including its ``inflight`` flags).
+:func:`reference_points` mirrors ``kernels.evaluate_points`` (including its serving modes; the
+continuous modes of section 13 are in ``tests/reference_serving.py``).
 
 With ``diagnostics=True``, :func:`reference_point` also returns the intermediate quantities and
 flags that say whether a discrete decision sits within a relative 1e-9 of its threshold, where an
@@ -57,7 +58,8 @@ _EDGE = 1e-9          # relative distance to a threshold below which a decision 
 
 BOUND_COMPUTE, BOUND_SRAM, BOUND_DRAM, BOUND_HOST, BOUND_INTERCONNECT, BOUND_OVERHEAD = range(6)
 (FEASIBLE, ENGINE_UNSUPPORTED, NO_COMPUTE_DTYPE, TP_HEADS, EP_EXPERTS, PP_LAYERS, NO_HOST_TIER,
- BATCH_CAP, CONTEXT_WINDOW, MEMORY, HOST_CAPACITY) = range(11)
+ BATCH_CAP, CONTEXT_WINDOW, MEMORY, HOST_CAPACITY, SATURATED) = range(12)
+MODE_STATIC, MODE_CONTINUOUS, MODE_RATE = 0.0, 1.0, 2.0
 
 
 def _near(a: float, b: float) -> bool:
@@ -73,7 +75,8 @@ def _near_integer(x: float) -> bool:
 # --------------------------------------------------------------------------------------- section 2
 def structural_reason(hw: dict, md: dict, px: dict, ly: dict, batch: float, context: float,
                       output_len: float) -> int:
-    """Section 2, codes 1-8: the first rule (in table order) that the point breaks, else 0.
+    """Section 2, codes 1-6 and 8 (code 7 is no longer produced: section 11): the first rule (in
+    table order) that the point breaks, else 0.
 
     Codes 9 and 10 need the placement of section 4 (:func:`place`)."""
     tp, pp, ep = ly["tp"], ly["pp"], ly["ep"]
@@ -90,8 +93,6 @@ def structural_reason(hw: dict, md: dict, px: dict, ly: dict, batch: float, cont
         return PP_LAYERS
     if (ly["offload"] > 0 or ly["spill"] != 0) and hw["host_capacity"] == 0:
         return NO_HOST_TIER
-    if batch > hw["max_batch"]:
-        return BATCH_CAP
     if context + output_len > md["max_context"]:
         return CONTEXT_WINDOW
     return FEASIBLE
@@ -212,6 +213,22 @@ def min_devices(hw: dict, md: dict, pr: dict, batch: float, context: float,
                + batch * md["vocab_size"] * 4)
     usable = hw["capacity_fraction"] * sum(hw[f"tier{i}_capacity"] for i in range(N_TIERS))
     return float(math.ceil(replica / usable)), _near_integer(replica / usable)
+
+
+def max_sequences(hw: dict, md: dict, pr: dict, ly: dict, sz: dict, x: float,
+                  act_no_logits: float) -> float:
+    """Section 11: ``B_fit = min(B_cap, ep floor(A / s_seq))``, the most sequences at length ``x``
+    a replica holds at once beside the weights and ``act_no_logits`` bytes of activations."""
+    off = ly["offload"]
+    usable = hw["capacity_fraction"] * sum(hw[f"tier{i}_capacity"] for i in range(N_TIERS))
+    avail = usable - (1 - off) * (sz["w_dense"] + sz["w_exp"]) - act_no_logits
+    if ly["spill"] != 0:
+        avail += hw["host_capacity"] - off * (sz["w_dense"] + sz["w_exp"])
+    if avail <= 0:
+        return 0.0
+    s_seq = (kv_elems(md, x) * pr["kv_bytes"] * kv_shard_fraction(md, ly["tp"]) * sz["sf"]
+             + md["vocab_size"] * 4 / ly["tp"])
+    return min(hw["max_batch"], ly["ep"] * math.floor(avail / s_seq))
 
 
 # --------------------------------------------------------------------------------------- section 4
@@ -570,13 +587,60 @@ def latency_cov(hw: dict, dec: dict) -> tuple[float, bool]:
 
 # ------------------------------------------------------------------------------------ the point
 def reference_point(hw: dict, md: dict, px: dict, batch, context, output_len, pr: dict, ly: dict,
-                    inflight: bool = False, *, diagnostics: bool = False) -> dict:
+                    mode: float = MODE_STATIC, *, diagnostics: bool = False) -> dict:
     """Every metric of ``docs/model.md`` at one point, as ``{metric name: float}``.
 
     ``hw``: a platform row (HW_FIELDS), ``px``: its row for the precision (PX_FIELDS), ``md``,
-    ``pr``, ``ly``: model, precision and layout rows; ``batch`` [sequences], ``context`` and
-    ``output_len`` [tokens]; ``inflight``: size the KV cache for in-flight batching (section 11).
+    ``pr``, ``ly``: model, precision and layout rows; ``batch`` [sequences; requests/s at a
+    rate], ``context`` and ``output_len`` [tokens]; ``mode``: static batch (sections 7-11) or
+    continuous batching at a concurrency or a rate (section 13, ``tests/reference_serving.py``).
     """
+    if mode != MODE_STATIC:
+        from tests.reference_serving import continuous_point
+
+        return continuous_point(hw, md, px, batch, context, output_len, pr, ly,
+                                mode == MODE_RATE, diagnostics=diagnostics)
+    return static_point(hw, md, px, batch, context, output_len, pr, ly, diagnostics=diagnostics)
+
+
+def static_point(hw: dict, md: dict, px: dict, batch, context, output_len, pr: dict, ly: dict,
+                 *, diagnostics: bool = False) -> dict:
+    """Section 11: a static batch, in waves of what fits at once when it does not."""
+    batch, context, output_len = float(batch), float(context), float(output_len)
+    res = static_batch_point(hw, md, px, batch, context, output_len, pr, ly,
+                             diagnostics=diagnostics)
+    if res["infeasible_reason"] not in (FEASIBLE, MEMORY, HOST_CAPACITY):
+        return res
+    sz = sizes(hw, md, pr, ly, batch, context, output_len, False)
+    act_no_logits = sz["act"] - sz["g"] * md["vocab_size"] * 4 / ly["tp"]
+    b_fit = max_sequences(hw, md, pr, ly, sz, context + output_len, act_no_logits)
+    if batch <= b_fit or b_fit < 1:
+        res["max_concurrency"] = max(b_fit, 0.0)
+        res["concurrency"] = batch if res["fits"] == 1.0 else NAN
+        return res
+    n_w = math.ceil(batch / b_fit)
+    b_w = float(math.ceil(batch / n_w))
+    wave = static_batch_point(hw, md, px, b_w, context, output_len, pr, ly,
+                              diagnostics=diagnostics)
+    if wave["fits"] != 1.0:
+        wave["min_devices"] = res["min_devices"]
+        wave["max_concurrency"] = b_fit
+        return wave
+    out = dict(wave)
+    wait = (n_w - 1) / 2 * wave["e2e_latency"]
+    scale = batch / (n_w * b_w)  # the waves' sequences per second over one wave's
+    out.update(ttft=wave["ttft"] + wait, e2e_latency=wave["e2e_latency"] + wait,
+               min_devices=res["min_devices"], max_concurrency=b_fit, concurrency=b_w)
+    for k in ("throughput", "total_throughput", "throughput_per_device", "tokens_per_joule",
+              "tokens_per_joule_system", "tokens_per_dollar"):
+        out[k] = wave[k] * scale
+    out["cost_per_mtok"] = wave["cost_per_mtok"] / scale
+    return out
+
+
+def static_batch_point(hw: dict, md: dict, px: dict, batch, context, output_len, pr: dict,
+                       ly: dict, *, diagnostics: bool = False) -> dict:
+    """Sections 2-10: one static batch of ``batch`` sequences at once."""
     batch, context, output_len = float(batch), float(context), float(output_len)
     out = dict.fromkeys(METRICS, NAN)
     out.update(fits=0.0, bound=-1.0)
@@ -593,7 +657,7 @@ def reference_point(hw: dict, md: dict, px: dict, batch, context, output_len, pr
         return done(out)
 
     # section 3 and (14)
-    sz = sizes(hw, md, pr, ly, batch, context, output_len, bool(inflight))
+    sz = sizes(hw, md, pr, ly, batch, context, output_len, False)
     out["memory_per_device"] = sz["memory"]
     out["min_devices"], extra["near_min_devices"] = min_devices(hw, md, pr, batch, context,
                                                                  sz["x_cap"])
@@ -641,7 +705,7 @@ def reference_point(hw: dict, md: dict, px: dict, batch, context, output_len, pr
         fits=1.0, infeasible_reason=0.0, bound=float(b),
         arithmetic_intensity=dec["flops"] / dec["traffic"],
         mfu=m * per_token["flops"] / (px["peak"] * tpot), mbu=m * per_token["t_peak"] / tpot,
-        latency_cov=cov,
+        latency_cov=cov, concurrency=batch,
     )
     if diagnostics:
         extra.update(decode=dec, prefill=pre, sizes=sz, placement=placement)
@@ -661,7 +725,8 @@ def px_rows(px: np.ndarray) -> list[list[dict]]:
     return [rows(px[h], PX_FIELDS) for h in range(px.shape[0])]
 
 
-def reference_grid(hw, md, px, batch, context, output_len, pr, ly) -> np.ndarray:
+def reference_grid(hw, md, px, batch, context, output_len, pr, ly,
+                   mode: float = MODE_STATIC) -> np.ndarray:
     """Same signature and output layout as ``kernels.evaluate_grid``, one point at a time."""
     hws, mds, pxs = rows(hw, HW_FIELDS), rows(md, MODEL_FIELDS), px_rows(px)
     prs, lys = rows(pr, PRECISION_FIELDS), rows(ly, LAYOUT_FIELDS)
@@ -672,25 +737,25 @@ def reference_grid(hw, md, px, batch, context, output_len, pr, ly) -> np.ndarray
     for (h, hwd), (mi, mdd), (bi, b), (si, s), (oi, o), (pi, prd), (li, lyd) in itertools.product(
             enumerate(hws), enumerate(mds), enumerate(bs), enumerate(ss), enumerate(os_),
             enumerate(prs), enumerate(lys)):
-        res = reference_point(hwd, mdd, pxs[h][pi], b, s, o, prd, lyd)
+        res = reference_point(hwd, mdd, pxs[h][pi], b, s, o, prd, lyd, mode)
         out[:, h, mi, bi, si, oi, pi, li] = [res[name] for name in METRICS]
     return out
 
 
 def reference_points(hw, md, px, pr, ly, hi, mi, pi, li, batch, context, output_len,
-                     inflight=None) -> np.ndarray:
+                     mode=None) -> np.ndarray:
     """Same signature and output layout as ``kernels.evaluate_points``."""
     hws, mds, pxs = rows(hw, HW_FIELDS), rows(md, MODEL_FIELDS), px_rows(px)
     prs, lys = rows(pr, PRECISION_FIELDS), rows(ly, LAYOUT_FIELDS)
     idx = [np.asarray(a).reshape(-1).astype(np.int64) for a in (hi, mi, pi, li)]
     wl = [np.asarray(a, dtype=np.float64).reshape(-1) for a in (batch, context, output_len)]
     n = idx[0].shape[0]
-    flags = (np.zeros(n, dtype=bool) if inflight is None
-             else np.asarray(inflight).reshape(-1).astype(bool))
+    flags = (np.zeros(n) if mode is None
+             else np.broadcast_to(np.asarray(mode, dtype=np.float64).reshape(-1), (n,)))
     out = np.empty((len(METRICS), n), dtype=np.float32)
     for j in range(n):
         h, m_, p, la = (int(a[j]) for a in idx)
         res = reference_point(hws[h], mds[m_], pxs[h][p], wl[0][j], wl[1][j], wl[2][j],
-                              prs[p], lys[la], bool(flags[j]))
+                              prs[p], lys[la], float(flags[j]))
         out[:, j] = [res[name] for name in METRICS]
     return out

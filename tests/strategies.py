@@ -6,7 +6,7 @@ Each strategy yields plain dicts keyed by the field names of :mod:`kernels.param
 :func:`hw_table`, :func:`px_table`, :func:`model_table`, :func:`precision_table`,
 :func:`layout_table` pack them into the float64 tables the kernels read. :func:`scenario` draws a
 whole small grid, :func:`point` one point (dicts ``hw, px, md, pr, ly``, workload ``batch,
-context, output_len`` and the ``inflight`` flag), with device capacities biased towards the
+context, output_len`` and the serving ``mode``), with device capacities biased towards the
 model sizes so that a useful share of points fits.
 
 Models are built from architecture-like numbers (layers, hidden size, heads, FFN width, experts,
@@ -70,7 +70,8 @@ def engines(draw, ideal: bool | None = None) -> dict:
              "comm_bytes": 0.0, "link_efficiency": 1.0, "collective_latency": 0.0,
              "comm_overlap": 1.0, "max_batch": math.inf, "pads_heads": 1.0,
              "spec_tokens": 0.0, "spec_acceptance": 0.0, "spec_draft_cost": 0.0,
-             "supported": 1.0}
+             "supported": 1.0, "chunked_prefill": 1.0, "mixed_batching": 1.0, "kv_block": 1.0,
+             "kv_reserve": 0.0}
     else:
         spec = draw(st.booleans())
         e = {"layer_overhead": draw(zero_or(st.floats(0.0, 1e-4))),
@@ -85,7 +86,11 @@ def engines(draw, ideal: bool | None = None) -> dict:
              "spec_tokens": float(draw(st.integers(1, 8))) if spec else 0.0,
              "spec_acceptance": draw(st.floats(0.0, 0.95)) if spec else 0.0,
              "spec_draft_cost": draw(st.floats(0.0, 0.5)) if spec else 0.0,
-             "supported": float(draw(rarely(0, st.just(1), one_in=8)))}
+             "supported": float(draw(rarely(0, st.just(1), one_in=8))),
+             "chunked_prefill": float(draw(st.booleans())),
+             "mixed_batching": float(draw(st.booleans())),
+             "kv_block": float(draw(st.sampled_from([1, 16, 32, 128]))),
+             "kv_reserve": float(draw(st.booleans()))}
     e["prefill_chunk"] = float(draw(st.one_of(st.sampled_from([512, 2048, 8192, 8192, 65536]),
                                               log_ints(16, 1 << 17))))
     e["cost_fixed"] = draw(st.one_of(st.just(math.nan), log_floats(1e-6, 1e-2)))
@@ -162,7 +167,8 @@ def simple_device(bw=3.35e12, capacity=80e9, eff=1.0, kind=1, **over) -> dict:
              scaleout_bandwidth=50e9, scaleout_latency=0.0, tdp=700.0, idle=100.0,
              host_power=0.0, capacity_fraction=1.0, jitter=0.0,
              link_efficiency=1.0, comm_overlap=1.0, max_batch=math.inf, prefill_chunk=8192.0,
-             pads_heads=1.0, supported=1.0, cost_fixed=math.nan, cost_energy=0.0)
+             pads_heads=1.0, supported=1.0, cost_fixed=math.nan, cost_energy=0.0,
+             chunked_prefill=1.0, mixed_batching=1.0, kv_block=1.0, kv_reserve=0.0)
     d.update(over)
     return d
 
@@ -378,6 +384,8 @@ def layouts_for(draw, md: dict, offload=None, spill=None, padded: bool = False) 
 
 # -------------------------------------------------------------------------------------- workload
 batches = log_ints(1, 4096)
+#: serving modes (kernels.params.MODE_*): static, continuous at a concurrency, at a rate
+modes = st.sampled_from([0.0, 1.0, 2.0])
 contexts = log_ints(1, 131072)
 outputs = log_ints(1, 8192)
 peaks = log_floats(1e12, 1e18)
@@ -422,7 +430,7 @@ def device_for(draw, md: dict, **kw) -> dict:
 
 @st.composite
 def point(draw, raw: bool = False, **layout_kw) -> dict:
-    """One random point: dicts hw (platform), px, md, pr, ly, the workload and the in-flight flag.
+    """One random point: dicts hw (platform), px, md, pr, ly, the workload and the serving mode.
     ``raw``: also draw models from :func:`raw_models`."""
     md = draw(st.one_of(models(), raw_models()) if raw else models())
     hw = draw(rarely(None, device_for(md), one_in=3).flatmap(
@@ -431,7 +439,7 @@ def point(draw, raw: bool = False, **layout_kw) -> dict:
         lambda v: layouts(**layout_kw) if v is None else st.just(v)))
     return {"hw": hw, "px": draw(px_values()), "md": md, "pr": draw(precisions()), "ly": ly,
             "batch": draw(batches), "context": draw(contexts), "output_len": draw(outputs),
-            "inflight": draw(st.booleans())}
+            "mode": draw(modes)}
 
 
 @st.composite
@@ -455,7 +463,8 @@ def scenario(draw, max_axis: int = 2) -> dict:
 # ------------------------------------------------------------------------------ kernel plumbing
 def evaluate(points: list[dict]) -> list[dict[str, float]]:
     """Evaluate point dicts (keys hw, px, md, pr, ly, batch, context, output_len, optional
-    inflight) with ``kernels.evaluate_points`` in one call; one ``{metric: float}`` per point.
+    serving mode) with ``kernels.evaluate_points`` in one call; one ``{metric: float}`` per
+    point.
 
     Every point gets its own table rows, and the px table is ``(n, n, fields)`` with the point's
     row on the diagonal and decoys elsewhere, so that the kernel's row gathering is exercised too.
@@ -475,7 +484,7 @@ def evaluate(points: list[dict]) -> list[dict[str, float]]:
         np.array([p["batch"] for p in points], dtype=np.float64),
         np.array([p["context"] for p in points], dtype=np.float64),
         np.array([p["output_len"] for p in points], dtype=np.float64),
-        inflight=np.array([bool(p.get("inflight", False)) for p in points]))
+        mode=np.array([float(p.get("mode", 0.0)) for p in points]))
     return [{name: float(out[j, i]) for j, name in enumerate(METRICS)} for i in range(n)]
 
 
@@ -533,7 +542,7 @@ def fitting_points(draw, model_kind=None, n_tiers=None, host=None, offload=None,
         hw["pads_heads"] = 1.0
     p = {"hw": hw, "px": draw(px_values(peak=draw(peaks))), "md": md, "pr": draw(precisions()),
          "ly": ly, "batch": draw(batches), "context": draw(contexts), "output_len": draw(outputs),
-         "inflight": draw(st.booleans())}
+         "mode": draw(st.sampled_from([0.0, 1.0]))}  # a rate may saturate: see rate tests
     hw["max_batch"] = max(hw["max_batch"], float(p["batch"]))
     md["max_context"] = max(md["max_context"], float(p["context"] + p["output_len"]))
     return with_capacity_for(p, factor=draw(st.floats(1.01, 4.0)),

@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import kernels
-from kernels.params import METRICS, R
+from kernels.params import METRICS, MODE_CONTINUOUS, MODE_RATE, RATE_METRICS, R
 from tests import strategies as S
 from tests.reference import reference_grid, reference_point, reference_points
 
@@ -35,6 +35,8 @@ def assert_agrees(got: np.ndarray, ref: dict, where: str) -> None:
         return  # L_s = ceil(x) with x within 1e-9 of an integer: either stage is right
     if ref["near_fit_edge"] and got[METRICS.index("fits")] != ref["fits"]:
         return  # the point sits on the capacity edge: either answer is right
+    if ref.get("near_rate_jump"):
+        return  # the request rate falls in a jump of X(N): no concurrency serves it exactly
     for i, name in enumerate(METRICS):
         g, r = float(got[i]), float(np.float32(ref[name]))
         if ((name == "bound" and ref["near_bound_tie"])
@@ -52,7 +54,7 @@ def assert_agrees(got: np.ndarray, ref: dict, where: str) -> None:
 def check_point(got: np.ndarray, p: dict, where: str) -> dict:
     """Compare the kernel's output ``got`` at point dict ``p`` with the reference; returns it."""
     ref = reference_point(p["hw"], p["md"], p["px"], p["batch"], p["context"], p["output_len"],
-                          p["pr"], p["ly"], p.get("inflight", False), diagnostics=True)
+                          p["pr"], p["ly"], p.get("mode", 0.0), diagnostics=True)
     assert_agrees(got, ref, where)
     return ref
 
@@ -90,7 +92,7 @@ def test_grid_matches_reference(sc):
 
 @given(st.lists(S.point(raw=True), min_size=1, max_size=6), st.randoms(use_true_random=False))
 def test_points_match_reference(points, rnd):
-    """Arbitrary points (including corner-rule models and in-flight KV sizing), gathered from
+    """Arbitrary points (including corner-rule models and every serving mode), gathered from
     the tables in a shuffled order with repeats; the px table has decoys off the diagonal."""
     n = len(points)
     order = list(range(n)) + [rnd.randrange(n) for _ in range(rnd.randrange(3))]
@@ -109,7 +111,7 @@ def test_points_match_reference(points, rnd):
             np.array([points[i]["batch"] for i in order], dtype=np.float64),
             np.array([points[i]["context"] for i in order], dtype=np.float64),
             np.array([points[i]["output_len"] for i in order], dtype=np.float64),
-            inflight=np.array([points[i]["inflight"] for i in order], dtype=bool))
+            mode=np.array([points[i]["mode"] for i in order], dtype=np.float64))
     assert out.shape == (len(METRICS), len(order))
     assert out.dtype == np.float32
     for j, i in enumerate(order):
@@ -133,8 +135,8 @@ def test_feasible_points_match_reference(points):
 
 @given(S.scenario(max_axis=2))
 def test_grid_and_points_kernels_identical(sc):
-    """evaluate_points on every grid point reproduces evaluate_grid bit for bit (with the
-    in-flight flags absent or all off: the grid sizes the KV cache for a static batch)."""
+    """evaluate_points on every grid point reproduces evaluate_grid bit for bit, in each serving
+    mode (the mode absent from evaluate_points means static)."""
     hw, md, px, pr, ly = _tables(sc)
     grid = _grid(sc)
     dims = grid.shape[1:]
@@ -144,15 +146,22 @@ def test_grid_and_points_kernels_identical(sc):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         pts = kernels.evaluate_points(*args)
-        off = kernels.evaluate_points(*args, inflight=np.zeros(h.shape[0], dtype=bool))
+        static = kernels.evaluate_points(*args, mode=np.zeros(h.shape[0]))
+        for mode in (MODE_CONTINUOUS, MODE_RATE):
+            g = kernels.evaluate_grid(hw, md, px, sc["batch"], sc["context"], sc["output_len"],
+                                      pr, ly, mode=mode).reshape(len(METRICS), -1)
+            k = kernels.evaluate_points(*args, mode=mode)
+            rows = [i for i, m in enumerate(METRICS) if mode == MODE_RATE
+                    or m not in RATE_METRICS]  # the grid leaves those rows unwritten
+            np.testing.assert_array_equal(k[rows], g[rows])
     np.testing.assert_array_equal(pts, grid.reshape(len(METRICS), -1))
-    np.testing.assert_array_equal(off, pts)
+    np.testing.assert_array_equal(static, pts)
 
 
 @given(S.scenario(max_axis=2), st.randoms(use_true_random=False))
 def test_reference_grid_and_points_agree_with_kernel(sc, rnd):
     """The table-level reference entry points (the benchmark baselines) agree with each other,
-    with reference_point, and with the kernels, in-flight flags included."""
+    with reference_point, and with the kernels, serving modes included."""
     hw, md, px, pr, ly = _tables(sc)
     grid = _grid(sc)
     ref = reference_grid(hw, md, px, sc["batch"], sc["context"], sc["output_len"], pr, ly)
@@ -163,14 +172,14 @@ def test_reference_grid_and_points_agree_with_kernel(sc, rnd):
     args = (hw, md, px, pr, ly, h, m, p, la, sc["batch"][b], sc["context"][s],
             sc["output_len"][o])
     np.testing.assert_array_equal(reference_points(*args), ref.reshape(len(METRICS), -1))
-    flags = np.array([rnd.random() < 0.5 for _ in range(h.shape[0])])
-    ref_pts = reference_points(*args, inflight=flags)
+    flags = np.array([float(rnd.randrange(3)) for _ in range(h.shape[0])])
+    ref_pts = reference_points(*args, mode=flags)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        k_pts = kernels.evaluate_points(*args, inflight=flags)
+        k_pts = kernels.evaluate_points(*args, mode=flags)
     for j in range(h.shape[0]):
         pt = {**_grid_point(sc, h[j], m[j], b[j], s[j], o[j], p[j], la[j]),
-              "inflight": bool(flags[j])}
+              "mode": float(flags[j])}
         diag = check_point(k_pts[:, j], pt, f"point {j}")
         assert [float(x) for x in ref_pts[:, j]] == pytest.approx(
             [float(np.float32(diag[name])) for name in METRICS], nan_ok=True, rel=0, abs=0)
@@ -193,7 +202,6 @@ BREAKS = {
     "ep_experts": {"ly": {"ep": 3.0}},
     "pp_layers": {"ly": {"pp": 64.0}},
     "no_host_tier": {"hw": {"host_capacity": 0.0}, "ly": {"offload": 0.5}},
-    "batch_cap": {"hw": {"max_batch": 2.0}},
     "context_window": {"md": {"max_context": 500.0}},
     "memory": {"hw": {"tier0_capacity": 1e9}},
     "host_capacity": {"hw": {"host_capacity": 1e9}, "ly": {"offload": 0.5}},
@@ -228,7 +236,7 @@ def test_every_reason_alone_and_first_reason_wins():
         assert got["infeasible_reason"] == code, (rs, got["infeasible_reason"])
         assert got["fits"] == (1.0 if code == 0 else 0.0)
         assert got["bound"] == (-1.0 if code else ref["bound"])
-        kept = ("memory_per_device", "min_devices", "host_fraction")
+        kept = ("memory_per_device", "min_devices", "host_fraction", "max_concurrency")
         for name in METRICS:
             if name in ("fits", "infeasible_reason", "bound"):
                 continue

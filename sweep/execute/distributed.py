@@ -208,7 +208,7 @@ def run_distributed(gr, scheduler: str, *, output, fmt=None, budget: int, progre
     from sweep.execute.grid import RunStats
     from sweep.execute.plan import BYTES_PER_POINT, cache_bytes, plan_chunks, zarr_chunks
     from sweep.execute.signals import checkpoint
-    from sweep.results.assemble import result_dims, template
+    from sweep.results.assemble import result_dims, result_metrics, template
     from sweep.results.files import ResultWriter, open_result
     from sweep.results.target import infer_format
 
@@ -228,7 +228,8 @@ def run_distributed(gr, scheduler: str, *, output, fmt=None, budget: int, progre
         writer = ResultWriter(output, template(grid), result_dims(grid), fmt,
                               write_shape=gr.write_shape(plan_chunks(grid.shape, max_points)[0]),
                               cache_bytes=cache_bytes(budget), overwrite=overwrite,
-                              before_publish=checkpoint, compression=compression)
+                              before_publish=checkpoint, compression=compression,
+                              metrics=result_metrics(grid))
         feasible = 0
         bar = Progress(total, enabled=progress)
         futures: list = []

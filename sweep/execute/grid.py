@@ -14,7 +14,7 @@ from grids.spec import GridSpec
 from kernels.params import METRICS
 from sweep.execute.plan import N_OUTER, Chunk
 from sweep.execute.tables import build_tables
-from sweep.results.assemble import metric_arrays
+from sweep.results.assemble import metric_arrays, result_metrics
 
 #: where :meth:`GridRun.evaluate` writes a chunk: ``dest(chunk) -> (out, offset)``, ``out`` a
 #: C-contiguous float32 ``(N_METRICS, N)`` array and the chunk's first point at ``out[:, offset]``
@@ -57,7 +57,8 @@ class GridRun:
         rows = t.platform_rows(c.h, c.e)
         out, offset = (None, 0) if self._dest is None else self._dest(c)
         res = evaluate_grid(t.hw[rows], t.md[c.m], t.px[rows], self.batch[c.b],
-                            self.context[c.s], self.output_len, t.pr, t.ly, out, offset=offset)
+                            self.context[c.s], self.output_len, t.pr, t.ly, out, offset=offset,
+                            mode=self.spec.mode)
         return res.reshape(res.shape[0], c.h.stop - c.h.start, c.e.stop - c.e.start,
                            *res.shape[2:])
 
@@ -99,7 +100,7 @@ class GridRun:
         ``out``; the int8 flags are cast into ``int8_buffers`` when given, reused chunk after
         chunk)."""
         return metric_arrays(out, drop_output_len=not self.spec.output_len_is_dim,
-                             int8_out=int8_buffers)
+                             int8_out=int8_buffers, metrics=result_metrics(self.spec))
 
 
 FITS = METRICS.index("fits")

@@ -29,7 +29,7 @@ from sweep.execute.plan import (
 )
 from sweep.execute.progress import Progress
 from sweep.execute.signals import checkpoint, guarded
-from sweep.results.assemble import build_dataset, result_dims, template
+from sweep.results.assemble import build_dataset, result_dims, result_metrics, template
 from sweep.results.files import COMPRESSIONS, ResultWriter, open_result
 from sweep.results.target import check_output
 
@@ -157,7 +157,7 @@ def _run_to_file(gr: GridRun, chunks: list, progress: bool, output, format, budg
                           result_dims(grid), format,
                           write_shape=gr.write_shape(chunks[0]), cache_bytes=cache_bytes(budget),
                           overwrite=overwrite, before_publish=checkpoint,
-                          compression=compression)
+                          compression=compression, metrics=result_metrics(grid))
     try:  # from here on an interrupt or error removes the partial file (writer.abort below)
         # pieces made of whole storage chunks: no write straddles one (a straddled chunk goes
         # through zarr-python's read-modify-write path; every write of a 1e8-point run did)

@@ -26,8 +26,15 @@ from grids.hardware import load_device
 from grids.layouts import parse_layout
 from grids.models import load_model
 from grids.precisions import parse_precision
-from grids.spec import DEFAULT_ENGINE, DEFAULT_PREFILL_CHUNK
-from kernels.params import HW, METRICS
+from grids.spec import (
+    BATCHING,
+    DEFAULT_BATCHING,
+    DEFAULT_ENGINE,
+    DEFAULT_PREFILL_CHUNK,
+    RATE_DIM,
+    RATE_MAX,
+)
+from kernels.params import METRICS, MODE_CONTINUOUS, MODE_RATE, MODE_STATIC, RATE_METRICS
 from sweep.execute.tables import Tables, build_tables
 from sweep.results.assemble import metric_arrays
 
@@ -37,16 +44,18 @@ AXES: dict[str, Callable[[str], Any]] = {
     "precision": parse_precision, "parallelism": parse_layout,
 }
 NUMBERS = ("batch", "context", "output_len")
-#: columns ``sweep.evaluate`` reads (``engine`` may be absent: the default engine)
-EVALUATE_COLUMNS = (*AXES, *NUMBERS)
-OPTIONAL_COLUMNS = ("engine",)
-#: ``batch`` value asking for the maximum-load batch (docs/model.md section 11)
+#: the load column a table may give instead of ``batch``: requests per second of the layout
+RATE_COLUMN = RATE_DIM
+#: columns ``sweep.evaluate`` reads (``engine`` may be absent: the default engine; ``batching``
+#: absent: continuous batching; ``request_rate`` instead of ``batch``)
+EVALUATE_COLUMNS = (*AXES, *NUMBERS, "batching", RATE_COLUMN)
+OPTIONAL_COLUMNS = ("engine", "batching")
+#: ``batch`` value asking for the maximum load (docs/model.md section 13.2)
 MAX_LOAD = "max"
-#: largest batch the maximum-load search considers
-LARGEST_BATCH = 1 << 20
+_MODE_OF = {"continuous": MODE_CONTINUOUS, "static": MODE_STATIC}
 _FITS = METRICS.index("fits")
-_THR = METRICS.index("throughput")
-HW_MAX_BATCH = HW["max_batch"]
+_MAXC = METRICS.index("max_concurrency")
+_CONC = METRICS.index("concurrency")
 
 
 @dataclass
@@ -123,99 +132,86 @@ def resolve_points(table: pd.DataFrame, loaders: dict[str, Callable[[str], Any]]
 
 
 def evaluate_rows(pt: PointTables, rows: np.ndarray, batch: np.ndarray, context: np.ndarray,
-                  output_len: np.ndarray, *, inflight: np.ndarray | bool = False,
+                  output_len: np.ndarray, *, mode: np.ndarray | float = MODE_CONTINUOUS,
                   tables: Tables | None = None) -> np.ndarray:
     """Kernel output ``(N_METRICS, len(rows))`` for the given rows of ``pt``.
 
-    ``batch`` [sequences], ``context`` and ``output_len`` [tokens] are per evaluated row;
-    ``inflight`` sizes the KV cache for maximum load (per row or for all); ``tables`` replaces
-    ``pt``'s (the calibration evaluates the same points with other engine parameters,
+    ``batch`` [sequences, or requests/s of the layout in rate mode], ``context`` and
+    ``output_len`` [tokens] are per evaluated row; ``mode`` the serving mode
+    (``kernels.params.MODE_*``, per row or for all); ``tables`` replaces ``pt``'s (the
+    calibration evaluates the same points with other engine parameters,
     :meth:`PointTables.retable`)."""
     from kernels import evaluate_points  # lazy: importing sweep does not compile kernels
 
     rows = np.asarray(rows, dtype=np.int64)
     t = pt.tables if tables is None else tables
-    flag = np.broadcast_to(np.asarray(inflight, dtype=np.float64), rows.shape)
+    modes = np.broadcast_to(np.asarray(mode, dtype=np.float64), rows.shape)
     return evaluate_points(
         t.hw, t.md, t.px, t.pr, t.ly, pt.platform[rows],
         pt.index["model"][rows], pt.index["precision"][rows], pt.index["parallelism"][rows],
-        batch, context, output_len, flag)
-
-
-def largest_batch(pt: PointTables, rows: np.ndarray, context: np.ndarray,
-                  output_len: np.ndarray, *, tables: Tables | None = None,
-                  cap: np.ndarray | None = None) -> np.ndarray:
-    """Largest batch (<= the engine's cap, ``cap`` per row, and 2^20) that fits at maximum load
-    (KV at the in-flight mean length), by bisection; NaN where batch 1 does not fit."""
-    rows = np.asarray(rows, dtype=np.int64)
-    t = (pt.tables if tables is None else tables).hw
-    limit = np.minimum(t[pt.platform[rows], HW_MAX_BATCH], LARGEST_BATCH)
-    if cap is not None:
-        limit = np.minimum(limit, cap)
-
-    def fits(r_idx: np.ndarray, b: np.ndarray) -> np.ndarray:
-        out = evaluate_rows(pt, rows[r_idx], b, context[r_idx], output_len[r_idx],
-                            inflight=True, tables=tables)
-        return out[_FITS] == 1.0
-
-    everyone = np.arange(rows.size)
-    lo = np.ones(rows.size)
-    ok1 = fits(everyone, lo)
-    hi = np.floor(limit) + 1.0
-    while True:
-        active = ok1 & (hi - lo > 1)
-        if not active.any():
-            break
-        idx = np.flatnonzero(active)
-        mid = np.floor((lo[idx] + hi[idx]) / 2)
-        f = fits(idx, mid)
-        lo[idx[f]] = mid[f]
-        hi[idx[~f]] = mid[~f]
-    return np.where(ok1, lo, np.nan)
+        batch, context, output_len, modes)
 
 
 def max_load(pt: PointTables, rows: np.ndarray, context: np.ndarray, output_len: np.ndarray,
              *, tables: Tables | None = None, cap: np.ndarray | None = None
              ) -> tuple[np.ndarray, np.ndarray]:
-    """Maximum-load point of each row (docs/model.md section 11): the batch with the highest
-    throughput among the powers of two below the largest batch that fits and that batch itself,
-    KV sized for in-flight batching; ``cap`` [sequences] per row caps it further (a stated
-    ``max_num_seqs``). Returns (kernel output at that batch ``(N_METRICS, n)``, the batch); where
-    nothing fits, the output at batch 1 (which says why) and NaN."""
+    """Maximum load as the scheduler reaches it (docs/model.md section 13.2): continuous
+    batching at the maximum concurrency (the engine's batch cap and the KV cache at its
+    admission length), further capped by ``cap`` [requests] per row (a stated
+    ``max_num_seqs``). Returns (kernel output ``(N_METRICS, n)``, the concurrency; NaN where
+    nothing fits, whose output says why)."""
     rows = np.asarray(rows, dtype=np.int64)
-    n = rows.size
-    largest = largest_batch(pt, rows, context, output_len, tables=tables, cap=cap)
-    cands: list[list[float]] = []
-    for big in largest:
-        if np.isfinite(big):
-            cands.append([float(b) for b in (1 << np.arange(21)) if b < big] + [float(big)])
-        else:
-            cands.append([1.0])
-    row_of = np.repeat(np.arange(n), [len(c) for c in cands])
-    flat = np.concatenate([np.asarray(c) for c in cands])
-    out = evaluate_rows(pt, rows[row_of], flat, context[row_of], output_len[row_of],
-                        inflight=True, tables=tables)
-    thr = np.where(out[_FITS] == 1.0, np.nan_to_num(out[_THR], nan=-np.inf), -np.inf)
-    starts = np.concatenate([[0], np.cumsum([len(c) for c in cands])[:-1]])
-    best = np.array([s + int(np.argmax(thr[s:s + len(c)])) for s, c in zip(starts, cands)],
-                    dtype=np.int64)
-    return out[:, best], np.where(np.isfinite(largest), flat[best], np.nan)
+    first = evaluate_rows(pt, rows, np.full(rows.size, np.inf), context, output_len,
+                          mode=MODE_CONTINUOUS, tables=tables)
+    conc = first[_MAXC].astype(np.float64)
+    if cap is not None:
+        conc = np.minimum(conc, cap)
+    fits = first[_FITS] == 1.0
+    again = np.flatnonzero(fits & (conc < first[_CONC]))
+    if again.size:
+        first[:, again] = evaluate_rows(pt, rows[again], conc[again], context[again],
+                                        output_len[again], mode=MODE_CONTINUOUS, tables=tables)
+    return first, np.where(fits, first[_CONC], np.nan)
 
 
-def _numbers(table: pd.DataFrame, problems: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def _numbers(table: pd.DataFrame, load: str, problems: list[str]
+             ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The numeric columns as float64 arrays (``load``: ``batch`` or ``request_rate``), and
+    which rows ask for the maximum load."""
     nums = {}
-    is_max = table["batch"].astype(str).str.strip().str.lower().eq(MAX_LOAD).to_numpy()
-    for col in NUMBERS:
+    is_max = table[load].astype(str).str.strip().str.lower().eq(MAX_LOAD).to_numpy() \
+        if load == "batch" else np.zeros(len(table), dtype=bool)
+    for col in (load, "context", "output_len"):
         src = table[col].where(~is_max, 1) if col == "batch" else table[col]
         vals = pd.to_numeric(src, errors="coerce").to_numpy(dtype=np.float64)
-        bad = np.flatnonzero(~np.isfinite(vals) | (vals < 1) | (vals != np.round(vals))
-                             | (vals > 2.0 ** 31))
+        if col == RATE_COLUMN:
+            bad = np.flatnonzero(~np.isfinite(vals) | (vals <= 0) | (vals > RATE_MAX))
+            what = f"positive request rates [1/s] up to {RATE_MAX:.0e}"
+        else:
+            bad = np.flatnonzero(~np.isfinite(vals) | (vals < 1) | (vals != np.round(vals))
+                                 | (vals > 2.0 ** 31))
+            what = "whole numbers in [1, 2^31]" + (" or 'max' (maximum load)"
+                                                   if col == "batch" else "")
         if bad.size:
-            extra = " or 'max' (maximum load)" if col == "batch" else ""
-            problems.append(f"{col}: rows {table.index[bad[:10]].tolist()} are not whole numbers "
-                            f"in [1, 2^31]{extra}")
+            problems.append(f"{col}: rows {table.index[bad[:10]].tolist()} are not {what}")
         nums[col] = vals
     return nums, is_max
+
+
+def _modes(table: pd.DataFrame, at_rate: bool, problems: list[str]) -> np.ndarray:
+    """The serving mode of every row from the ``batching`` column (default continuous)."""
+    col = (table["batching"].astype(str).str.strip() if "batching" in table.columns
+           else pd.Series(DEFAULT_BATCHING, index=table.index))
+    bad = ~col.isin(BATCHING)
+    if bad.any():
+        problems.append(f"batching: rows {table.index[bad.to_numpy()][:10].tolist()} are not one "
+                        f"of {list(BATCHING)}")
+    if at_rate and col.eq("static").any():
+        problems.append("batching: a request_rate needs continuous batching (a static batch has "
+                        "no arrival rate)")
+    if at_rate:
+        return np.full(len(table), MODE_RATE)
+    return col.map(_MODE_OF).fillna(MODE_CONTINUOUS).to_numpy(np.float64)
 
 
 def evaluate(table: pd.DataFrame, *, prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
@@ -225,11 +221,14 @@ def evaluate(table: pd.DataFrame, *, prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
     Parameters
     ----------
     table : pandas.DataFrame
-        Columns ``hardware, model, batch, context, output_len, precision, parallelism`` and
-        optionally ``engine`` (default: the default grid's engine). ``batch`` [sequences] may be
-        ``"max"``: the maximum-load batch (docs/model.md section 11), reported in ``batch_used``.
-        Other columns are passed through untouched (with a warning naming them and the known
-        columns, in case one is a misspelling).
+        Columns ``hardware, model, context, output_len, precision, parallelism``, the load
+        (``batch`` [requests in flight per replica, or sequences of a static batch], or
+        ``request_rate`` [requests per second arriving at the layout]), and optionally ``engine``
+        (default: the default grid's engine) and ``batching`` (``continuous``, the default, or
+        ``static``). ``batch`` may be ``"max"``: the maximum load the scheduler reaches
+        (docs/model.md section 13.2), its concurrency reported in ``batch_used``. Other columns
+        are passed through untouched (with a warning naming them and the known columns, in case
+        one is a misspelling).
     prefill_chunk : int
         Tokens per prefill pass [token] where the engine has no chunk size of its own.
     calibration : dict, optional
@@ -240,16 +239,23 @@ def evaluate(table: pd.DataFrame, *, prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
     Returns
     -------
     pandas.DataFrame
-        A copy of ``table`` with one column per metric (see the glossary) and ``batch_used``.
+        A copy of ``table`` with one column per metric (see the glossary; the latency
+        percentiles with ``request_rate``) and ``batch_used`` (requests running at once).
     """
     if "parallelism" not in table.columns and "layout" in table.columns:
         raise SpecError("evaluate: the layout column is called 'parallelism' (as the result's "
                         "dim); rename 'layout' to 'parallelism'")
-    required = [c for c in EVALUATE_COLUMNS if c not in OPTIONAL_COLUMNS]
-    missing = [c for c in required if c not in table.columns]
+    at_rate = RATE_COLUMN in table.columns
+    if at_rate and "batch" in table.columns:
+        raise SpecError("evaluate: give a batch column (requests in flight) or a request_rate "
+                        "column (requests per second), not both")
+    load = RATE_COLUMN if at_rate else "batch"
+    required = [c for c in EVALUATE_COLUMNS if c not in (*OPTIONAL_COLUMNS, "batch", RATE_COLUMN)]
+    missing = [c for c in (*required, load) if c not in table.columns]
     if missing:
         raise SpecError(f"evaluate: the table lacks columns {missing} (needs "
-                        f"{', '.join(required)}; optional: {', '.join(OPTIONAL_COLUMNS)})")
+                        f"{', '.join(required)} and batch or request_rate; optional: "
+                        f"{', '.join(OPTIONAL_COLUMNS)})")
     unknown = [c for c in table.columns if c not in EVALUATE_COLUMNS]
     if unknown:
         warnings.warn(f"evaluate: columns {unknown} are not inputs of the model and are passed "
@@ -259,7 +265,8 @@ def evaluate(table: pd.DataFrame, *, prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
     if clash:
         raise SpecError(f"evaluate: columns {clash} have the names of outputs; rename them")
     problems: list[str] = []
-    nums, is_max = _numbers(table, problems)
+    nums, is_max = _numbers(table, load, problems)
+    modes = _modes(table, at_rate, problems)
     try:
         pt = resolve_points(table, overlay=calibration, cost=cost, prefill_chunk=prefill_chunk)
     except SpecError as exc:
@@ -267,15 +274,16 @@ def evaluate(table: pd.DataFrame, *, prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
     if problems:
         raise SpecError(problems, "evaluate")
     rows = np.arange(len(table))
-    out = evaluate_rows(pt, rows, nums["batch"], nums["context"], nums["output_len"])
-    used = nums["batch"].copy()
+    out = evaluate_rows(pt, rows, nums[load], nums["context"], nums["output_len"], mode=modes)
+    used = out[_CONC].astype(np.float64)
     if is_max.any():
         ml = np.flatnonzero(is_max)
         out_ml, batch_ml = max_load(pt, ml, nums["context"][ml], nums["output_len"][ml])
         out[:, ml] = out_ml
         used[ml] = batch_ml
     result = table.copy()
-    for name, col in metric_arrays(out).items():
+    keep = METRICS if at_rate else tuple(m for m in METRICS if m not in RATE_METRICS)
+    for name, col in metric_arrays(out, metrics=keep).items():
         result[name] = col
     result["batch_used"] = used
     return result

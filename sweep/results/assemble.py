@@ -15,14 +15,21 @@ import xarray as xr
 
 from grids.precisions import peak_table
 from grids.spec import DIMS, GridSpec
-from kernels.params import METRICS
+from kernels.params import METRICS, RATE_METRICS
 from sweep.results.provenance import provenance
 from sweep.results.variables import COORDS, DIM_ATTRS, VARIABLES
 
 
 def result_dims(spec: GridSpec) -> tuple[str, ...]:
-    """The dims of the result, in storage order (output_len only when it is a dim)."""
-    return tuple(d for d in DIMS if d != "output_len" or spec.output_len_is_dim)
+    """The dims of the result, in storage order (output_len only when it is a dim; the load axis
+    is ``batch`` or ``request_rate``)."""
+    return tuple(spec.load_dim if d == "batch" else d for d in DIMS
+                 if d != "output_len" or spec.output_len_is_dim)
+
+
+def result_metrics(spec: GridSpec) -> tuple[str, ...]:
+    """The metrics a result of ``spec`` carries: the latency percentiles only at request rates."""
+    return METRICS if spec.at_rate else tuple(m for m in METRICS if m not in RATE_METRICS)
 
 
 def coordinate_values(spec: GridSpec, *, engines: list | None = None, costs: list | None = None
@@ -38,7 +45,8 @@ def coordinate_values(spec: GridSpec, *, engines: list | None = None, costs: lis
         "hardware": ("hardware", np.array([d.id for d in devs], dtype=object), {}),
         "engine": ("engine", np.array([e.id for e in spec.engines], dtype=object), {}),
         "model": ("model", np.array([m.id for m in models], dtype=object), {}),
-        "batch": ("batch", np.array(spec.batch, dtype=np.int64), {}),
+        spec.load_dim: (spec.load_dim, np.array(spec.batch, dtype=np.float64 if spec.at_rate
+                                                else np.int64), {}),
         "context": ("context", np.array(spec.context, dtype=np.int64), {}),
         "precision": ("precision", np.array([p.name for p in spec.precisions], dtype=object), {}),
         "parallelism": ("parallelism", np.array([x.display for x in spec.layouts],
@@ -107,16 +115,21 @@ def coordinate_values(spec: GridSpec, *, engines: list | None = None, costs: lis
 
 
 def metric_arrays(out: np.ndarray, drop_output_len: bool = False,
-                  int8_out: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+                  int8_out: dict[str, np.ndarray] | None = None,
+                  metrics: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
     """Kernel output (metrics first: a grid ``(N_METRICS, H, E, M, B, S, O, P, L)`` or any chunk of
     it, or a point list ``(N_METRICS, n)``) as ``{metric: array}``: views of ``out``, with the flags
     cast to the registry's int8 and, with ``drop_output_len``, the grid's ``output_len`` axis
     dropped (when it is not a dim of the result).
 
     ``int8_out``: buffers for the int8 casts, ``{name: 1-D int8 array}``, grown when too small and
-    reused call after call (a streamed run casts every chunk into the same memory)."""
+    reused call after call (a streamed run casts every chunk into the same memory).
+    ``metrics``: the names to keep (default every metric but the request-rate percentiles)."""
+    keep = tuple(m for m in METRICS if m not in RATE_METRICS) if metrics is None else metrics
     arrays = {}
     for k, name in enumerate(METRICS):
+        if name not in keep:
+            continue
         arr = out[k]
         if drop_output_len:
             arr = arr[:, :, :, :, :, 0]
@@ -162,7 +175,8 @@ def build_dataset(spec: GridSpec, metrics: np.ndarray, attrs: dict | None = None
     dims = result_dims(spec)
     _lazy_dask_probe()
     data_vars = {name: xr.Variable(dims, arr, VARIABLES[name].attrs())
-                 for name, arr in metric_arrays(metrics, not spec.output_len_is_dim).items()}
+                 for name, arr in metric_arrays(metrics, not spec.output_len_is_dim,
+                                                metrics=result_metrics(spec)).items()}
     return xr.Dataset(data_vars, coords=coordinates(spec, engines=engines, costs=costs),
                       attrs=attrs if attrs is not None else provenance(spec, engines=engines))
 

@@ -28,7 +28,7 @@ import xarray as xr
 
 from grids.errors import SpecError
 from sweep.results.target import _Atomic, check_output, diagnose_write
-from sweep.results.variables import VARIABLES
+from sweep.results.variables import ONLY_AT_RATE, VARIABLES
 
 #: compression presets (``compression=`` of :class:`ResultWriter`, ``--compression`` of
 #: ``sweep run``); every one is lossless
@@ -162,8 +162,11 @@ class ResultWriter:
                  fmt: str | None = None, write_shape: tuple[int, ...] | None = None,
                  cache_bytes: int = 1 << 20, *, overwrite: bool = False,
                  before_publish: Callable[[], None] | None = None,
-                 compression: str | None = None) -> None:
+                 compression: str | None = None, metrics: tuple[str, ...] | None = None) -> None:
         path, self.fmt = check_output(path, fmt, overwrite=overwrite)
+        #: the metric variables of the file (default: all but the request-rate percentiles)
+        self.metrics = tuple(n for n in VARIABLES if n not in ONLY_AT_RATE) \
+            if metrics is None else tuple(metrics)
         self.compression = _check_compression(compression or DEFAULT_COMPRESSION[self.fmt])
         self.dims = dims
         self.shape = tuple(template.sizes[d] for d in dims)
@@ -197,7 +200,8 @@ class ResultWriter:
         for name, var in template.coords.items():
             _nc_put(nc, name, var)
         codec = netcdf_compression(self.compression)
-        for name, meta in VARIABLES.items():
+        for name in self.metrics:
+            meta = VARIABLES[name]
             enc = meta.encoding(self.chunks)
             v = nc.createVariable(name, np.dtype(enc["dtype"]), self.dims, **codec,
                                   chunksizes=enc["chunksizes"],
@@ -222,7 +226,8 @@ class ResultWriter:
         lazy = {}
         enc = {}
         compressor = zarr_compressor(self.compression)
-        for name, meta in VARIABLES.items():
+        for name in self.metrics:
+            meta = VARIABLES[name]
             arr = da.zeros(self.shape, dtype=meta.dtype, chunks=self.chunks)
             lazy[name] = xr.Variable(self.dims, arr, meta.attrs())
             enc[name] = {"chunks": self.chunks, "_FillValue": meta.encoding()["_FillValue"],
@@ -259,7 +264,7 @@ class ResultWriter:
                     import zarr
 
                     group = zarr.open_group(str(self.atomic.tmp), mode="r+", zarr_format=2)
-                    self._zarr_arrays = {n: group[n] for n in VARIABLES}
+                    self._zarr_arrays = {n: group[n] for n in self.metrics}
                 self._zarr_arrays[name][region] = arr
 
     def _shutdown_pool(self) -> None:
@@ -315,11 +320,13 @@ def write_dataset(ds: xr.Dataset, path: str | Path, fmt: str | None = None, *,
                   overwrite: bool = False, compression: str | None = None) -> Path:
     """Write an in-memory result Dataset atomically (same layout as the streamed writer)."""
     dims = tuple(d for d in ds["ttft"].dims)
-    template = ds.drop_vars(list(VARIABLES))
-    writer = ResultWriter(path, template, dims, fmt, overwrite=overwrite, compression=compression)
+    metrics = tuple(n for n in VARIABLES if n in ds.data_vars)
+    template = ds.drop_vars(list(metrics))
+    writer = ResultWriter(path, template, dims, fmt, overwrite=overwrite, compression=compression,
+                          metrics=metrics)
     try:
         writer.write(tuple(slice(None) for _ in dims),
-                     {name: ds[name].values for name in VARIABLES})
+                     {name: ds[name].values for name in metrics})
         writer.close()
     except BaseException:
         writer.abort()

@@ -48,6 +48,8 @@ def provenance(spec: GridSpec, *, engines: list | None = None) -> dict[str, str]
                                              default=_json_default),
         "output_len": "" if spec.output_len_is_dim else str(spec.output_len[0]),
         "prefill_chunk_tokens": str(spec.prefill_chunk),
+        "batching": spec.batching,
+        "load_dim": spec.load_dim,
         "model_reference": "docs/model.md of accel-sweep (roofline, first principles)",
     }
 

@@ -10,7 +10,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels.params import BOUND_INFEASIBLE, BOUND_MEANINGS, INFEASIBLE_MEANINGS, METRICS
+from kernels.params import (
+    BOUND_INFEASIBLE,
+    BOUND_MEANINGS,
+    INFEASIBLE_MEANINGS,
+    METRICS,
+    RATE_METRICS,
+)
 
 
 @dataclass(frozen=True)
@@ -53,19 +59,24 @@ class Variable:
 
 
 VARIABLES: dict[str, Variable] = {v.name: v for v in (
-    Variable("ttft", "float32", "s", "time to first token (prefill of the batch)", "min",
-             "prefill of the batch (every micro-batch through every stage), plus the engine's "
-             "host time per prefill pass and per request"),
-    Variable("tpot", "float32", "s", "time per output token (decode step at mean KV length)",
-             "min", "one decode step of the whole pipeline at the mean KV length prompt + "
-             "output/2, plus the engine's host time per step"),
+    Variable("ttft", "float32", "s", "time to first token of a request", "min",
+             "continuous batching (docs/model.md section 13): the iterations that carry the "
+             "request's prompt chunks, plus waiting for the token budget and for a slot beyond "
+             "the maximum concurrency (at a request rate: the mean, with Poisson arrivals' "
+             "queueing); static batch: the prefill of the whole batch (and of earlier waves); "
+             "with the engine's host time per pass and per request"),
+    Variable("tpot", "float32", "s", "time per output token of a request",
+             "min", "continuous batching: the mean iteration a decoding request sees (other "
+             "requests' prefill chunks included); static batch: one decode step of the whole "
+             "pipeline at the mean KV length prompt + output/2; with the engine's host time"),
     Variable("e2e_latency", "float32", "s", "end-to-end latency of a request", "min",
              "ttft + (output_len - 1) * tpot"),
     Variable("throughput", "float32", "token/s", "generated tokens per second of the layout",
-             "max", "dp * batch * output_len / e2e_latency (all replicas)"),
+             "max", "dp * completed requests per second per replica * output_len (all "
+             "replicas; a static batch: dp * batch * output_len / e2e_latency)"),
     Variable("total_throughput", "float32", "token/s",
              "input plus output tokens per second of the layout", "max",
-             "seed 004's convention: dp * batch * (context + output_len) / e2e_latency"),
+             "seed 004's convention: dp * requests per second * (context + output_len)"),
     Variable("throughput_per_device", "float32", "token/s",
              "generated tokens per second per device", "max", "throughput / devices"),
     Variable("tokens_per_joule", "float32", "token/J",
@@ -103,8 +114,23 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
              "device jitter and expert-parallel load imbalance"),
     Variable("min_devices", "float32", "1",
              "fewest devices whose memory holds the model at this point", "min"),
+    Variable("max_concurrency", "float32", "1",
+             "most requests a replica runs at once", "max",
+             "the engine's batch cap and the KV cache that fits beside the weights and "
+             "activations (continuous batching: at the engine's admission length; static: at "
+             "prompt + output); a static batch above it runs in waves, a concurrency above it "
+             "queues (docs/model.md sections 11, 13)"),
+    Variable("concurrency", "float32", "1", "mean requests running at once per replica", "none",
+             "static: the batch (or one wave of it); continuous: min(batch, max_concurrency); "
+             "at a request rate: the mean concurrency that serves it (Little's law)"),
+    *(Variable(f"{m}_p{p}", "float32", "s", f"{p}th percentile of {what} at the request rate",
+               "min", "Poisson arrivals; queueing approximations of docs/model.md section 13.4")
+      for m, what in (("ttft", "the time to first token"), ("e2e", "the end-to-end latency"))
+      for p in (50, 90, 99)),
 )}
 assert tuple(VARIABLES) == METRICS, "registry and kernel metric order differ"
+#: metrics a result carries only when its grid is over request rates
+ONLY_AT_RATE = RATE_METRICS
 
 DIRECTION = {name: v.direction for name, v in VARIABLES.items()}
 
@@ -146,6 +172,8 @@ DIM_ATTRS = {
     "engine": {"long_name": "serving engine (catalog id; ideal = the physics bound)"},
     "model": {"long_name": "model (catalog id)"},
     "batch": {"units": "1", "long_name": "concurrent sequences per model replica"},
+    "request_rate": {"units": "1/s", "long_name": "requests per second arriving at the layout "
+                     "(Poisson)"},
     "context": {"units": "token", "long_name": "prompt length"},
     "output_len": {"units": "token", "long_name": "generated tokens per sequence"},
     "precision": {"long_name": "precision scheme"},
@@ -158,7 +186,8 @@ def check_dataset(ds) -> list[str]:
     problems = []
     for name, var in VARIABLES.items():
         if name not in ds:
-            problems.append(f"missing variable {name}")
+            if name not in ONLY_AT_RATE:
+                problems.append(f"missing variable {name}")
             continue
         if "units" not in ds[name].attrs:
             problems.append(f"{name} has no units")

@@ -2,13 +2,13 @@
 convention.
 
 * ``load = static``: a batch of ``batch`` requests processed together (TTFT the batch's prefill,
-  TPOT its decode step);
-* ``load = max_load``: the engine chose the concurrency: the model's maximum-load point
-  (:func:`sweep.execute.points.max_load`, docs/model.md section 11), capped by the row's
-  ``batch_cap`` where the source states one;
-* ``load = online``: requests arrive at a rate; ``batch`` is the mean concurrency (Little's law,
-  docs/measurements.md): decode metrics at that concurrency with the KV cache of in-flight
-  batching, TTFT as one request's prefill, e2e as TTFT + (O - 1) TPOT.
+  TPOT its decode step; docs/model.md sections 7-11);
+* ``load = max_load``: the engine chose the concurrency: continuous batching at the maximum
+  concurrency its scheduler and KV cache reach (:func:`sweep.execute.points.max_load`,
+  docs/model.md section 13.2), capped by the row's ``batch_cap`` where the source states one;
+* ``load = online``: requests arrive at ``request_rate`` (Poisson): continuous batching at that
+  rate, the mean TTFT with the queueing of docs/model.md section 13.4; a row that states only a
+  concurrency (``batch``) is evaluated at that concurrency.
 
 A row whose engine the source does not state is evaluated with the default engine (``native``,
 each device's vendor stack), and says so in ``assumption``. Conventions: ``scope = per_device``
@@ -25,7 +25,13 @@ import pandas as pd
 
 from grids.errors import SpecError
 from grids.spec import DEFAULT_ENGINE
-from kernels.params import INFEASIBLE_MEANINGS, METRICS
+from kernels.params import (
+    INFEASIBLE_MEANINGS,
+    METRICS,
+    MODE_CONTINUOUS,
+    MODE_RATE,
+    MODE_STATIC,
+)
 from sweep.execute.points import PointTables, evaluate_rows, max_load, resolve_points
 from sweep.execute.tables import Tables
 from sweep.validate.measurements import (
@@ -37,6 +43,7 @@ from sweep.validate.measurements import (
 
 _FITS = METRICS.index("fits")
 _WHY = METRICS.index("infeasible_reason")
+_CONC = METRICS.index("concurrency")
 #: what a row whose engine is not stated is evaluated with
 ASSUME_ENGINE = DEFAULT_ENGINE
 ENGINE_ASSUMED = f"engine not stated: evaluated with '{ASSUME_ENGINE}'"
@@ -100,6 +107,7 @@ class Evaluator:
         self.max_load = (load == "max_load") | self.rows["batch"].eq("max").to_numpy()
         self.online = load == "online"
         self.batch = np.where(self.max_load, 1.0, self.rows["batch_num"].to_numpy(np.float64))
+        self.rate = pd.to_numeric(self.rows["request_rate"], errors="coerce").to_numpy(np.float64)
         self.metric = self.rows["metric"].to_numpy()
         conv = [_conversion(m, sc, d, ld) for m, sc, d, ld in zip(
             self.metric, self.rows["scope"], self.rows["devices"].to_numpy(np.float64),
@@ -128,37 +136,24 @@ class Evaluator:
         return self.points.retable(self.points.engines(overlay))
 
     def outputs(self, tables: Tables | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Kernel output per row in its load mode ``(N_METRICS, n)``, and the batch used."""
+        """Kernel output per row in its load mode ``(N_METRICS, n)``, and the concurrency used."""
         n = self.n
         out = np.full((len(METRICS), n), np.nan, dtype=np.float32)
-        used = self.batch.copy()
         rows = np.arange(n)
-        static = ~self.max_load & ~self.online
-        if static.any():
-            r = rows[static]
-            out[:, r] = evaluate_rows(self.points, r, self.batch[r], self.context[r],
-                                      self.output_len[r], tables=tables)
-        if self.online.any():
-            r = rows[self.online]
-            dec = evaluate_rows(self.points, r, self.batch[r], self.context[r],
-                                self.output_len[r], inflight=True, tables=tables)
-            one = evaluate_rows(self.points, r, np.ones(r.size), self.context[r],
-                                self.output_len[r], tables=tables)
-            ttft = METRICS.index("ttft")
-            e2e = METRICS.index("e2e_latency")
-            tpot = METRICS.index("tpot")
-            dec[ttft] = one[ttft]
-            dec[e2e] = one[ttft] + (self.output_len[r] - 1.0) * dec[tpot]
-            bad = one[_FITS] != 1.0  # the request alone does not fit: say why
-            dec[:, bad] = one[:, bad]
-            out[:, r] = dec
+        load = np.where(self.online & np.isfinite(self.rate), self.rate, self.batch)
+        mode = np.where(self.max_load | ~self.online, MODE_STATIC, MODE_CONTINUOUS)
+        mode = np.where(self.online & np.isfinite(self.rate), MODE_RATE, mode)
+        plain = ~self.max_load
+        if plain.any():
+            r = rows[plain]
+            out[:, r] = evaluate_rows(self.points, r, load[r], self.context[r],
+                                      self.output_len[r], mode=mode[r], tables=tables)
         if self.max_load.any():
             r = rows[self.max_load]
-            o, b = max_load(self.points, r, self.context[r], self.output_len[r], tables=tables,
+            o, _ = max_load(self.points, r, self.context[r], self.output_len[r], tables=tables,
                             cap=self._cap(r))
             out[:, r] = o
-            used[r] = b
-        return out, used
+        return out, out[_CONC].astype(np.float64)
 
     def _cap(self, r: np.ndarray) -> np.ndarray:
         cap = pd.to_numeric(self.rows["batch_cap"].iloc[r], errors="coerce").to_numpy(np.float64)

@@ -1,0 +1,72 @@
+"""One point in any serving mode, in three stages by the axes each quantity depends on
+[model.md sections 2, 13].
+
+The Cartesian kernel computes each stage once per distinct value of its axes while the point-list
+kernel chains them per point: :func:`stage_static` (platform, model, batch, precision, layout),
+:func:`stage_prompt` (+ prompt length), :func:`stage_point` (+ output length). The serving mode
+(``kernels.params.MODE_*``) decides what a stage holds: a static batch's decode step and prefill
+(:mod:`kernels.static`), or, under continuous batching, only the replica's geometry (the
+scheduler's steady state needs the lengths, :mod:`kernels.serving`).
+"""
+
+from __future__ import annotations
+
+from kernels.accelerate import scalar_jit
+from kernels.params import MODE_RATE, MODE_STATIC
+from kernels.roofline import (
+    M_CTX,
+    R_CONTEXT,
+    stage_geometry,
+    static_reason,
+    store_infeasible,
+)
+from kernels.serving import continuous_point
+from kernels.static import static_batch, static_point, static_prompt
+
+
+@scalar_jit
+def stage_static(hw, md, px, batch, pr, ly, mode):
+    """The geometry of one compatible (platform, model, precision, layout) and, for a static
+    batch, the batch's decode step (for continuous batching the batch's own, unused)."""
+    geo = stage_geometry(hw, md, pr, ly)
+    return static_batch(geo, hw, md, px, pr, ly, batch if mode == MODE_STATIC else 1.0)
+
+
+@scalar_jit
+def stage_prompt(st, hw, md, px, pr, ly, batch, context, mode):
+    """A static batch's prefill (for continuous batching a one-token stand-in, unused)."""
+    static = mode == MODE_STATIC
+    return static_prompt(st, hw, md, px, pr, ly, batch if static else 1.0,
+                         context if static else 1.0)
+
+
+@scalar_jit
+def stage_point(st, pt, hw, md, px, pr, ly, batch, context, output_len, mode, out, j):
+    """Every metric of one compatible point, stored in ``out[:, j]``."""
+    if context + output_len > md[M_CTX]:
+        store_infeasible(out, j, R_CONTEXT)
+        return
+    if mode == MODE_STATIC:
+        static_point(st, pt, hw, md, px, pr, ly, batch, context, output_len, out, j)
+    else:
+        continuous_point(st.geo, hw, md, px, pr, ly, batch, context, output_len,
+                         mode == MODE_RATE, out, j)
+
+
+@scalar_jit
+def evaluate_point(hw, md, px, batch, context, output_len, pr, ly, mode, out, j):
+    """Evaluate every metric of one point and store them in ``out[:, j]`` (see params.METRICS).
+
+    hw, md, pr, ly : rows of the platform, model, precision and layout tables
+    px : the platform x precision row (peak and efficiencies of the precision's compute dtype)
+    batch, context, output_len : sequences (or requests/s in rate mode), prompt and generated
+    tokens
+    mode : the serving mode (params.MODE_STATIC, MODE_CONTINUOUS, MODE_RATE)
+    """
+    code = static_reason(hw, md, px, ly)
+    if code != 0:
+        store_infeasible(out, j, code)
+        return
+    st = stage_static(hw, md, px, batch, pr, ly, mode)
+    pt = stage_prompt(st, hw, md, px, pr, ly, batch, context, mode)
+    stage_point(st, pt, hw, md, px, pr, ly, batch, context, output_len, mode, out, j)

@@ -1,0 +1,439 @@
+"""Continuous (iteration-level) batching in steady state: per-request TTFT and TPOT under load,
+maximum concurrency, request rate to latency percentiles  [model.md section 13].
+
+Engines (vLLM, TensorRT-LLM, SGLang, ...) run one forward pass per *iteration*: every running
+sequence decodes one token (``q`` with speculative decoding) and prompt tokens are admitted under a
+token budget ``T`` per iteration, chunked across iterations or whole, in the same pass as the
+decodes (mixed) or in a pass of their own. At a concurrency of ``C`` requests per replica (a closed
+loop: a finished request is replaced at once) the model takes the steady state of that scheduler:
+
+* a request's prompt needs ``k_p = ceil(S / a)`` iterations, ``a`` the budget left to it;
+* counted in iterations, Little's law gives the mean decoding sequences ``D = C R / (R + k_p)``
+  (``R = (O - 1) / tau`` decode iterations per request) and the prompts started per iteration
+  ``lam = D / R``; a fraction ``f_m = lam k_p`` of the iterations carry a prompt chunk;
+* with ``f_m < 1`` a mixed iteration holds one prompt's chunk beside ``C - 1`` decoding sequences
+  and the others hold ``C``; with ``f_m >= 1`` every iteration is mixed; when the prompts need
+  more than the budget leaves (``lam S > T - D q``) the budget saturates: ``D = T R / (S + q R)``
+  and the other requests wait for it;
+* TTFT = the iterations that carry the request's chunks (+ the wait for the budget, + the wait
+  for a slot beyond the maximum concurrency); TPOT = the mean iteration a decoding request sees
+  (other requests' prefill included); throughput = ``lam`` requests per mean iteration.
+
+The iteration itself is one :func:`kernels.roofline.pass_fixed` forward pass (the physics of the
+static decode step and prefill, with both kinds of tokens). A request rate ``r`` is turned into
+the mean concurrency ``N`` that serves it (``X(N) = r``, Little's law) and the waits of Poisson
+arrivals are added by the queueing approximations of :func:`rate_waits`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from kernels.accelerate import called_jit, scalar_jit
+from kernels.metrics import decode_bound, max_sequences, phase_power, store_metrics
+from kernels.roofline import (
+    H_BLK,
+    H_CHP,
+    H_CHUNK,
+    H_MIX,
+    H_OVI,
+    H_OVR,
+    H_RES,
+    H_SPC,
+    H_SPK,
+    L_DP,
+    L_EP,
+    L_PP,
+    L_TP,
+    M_AFD,
+    M_AFP,
+    M_AWD,
+    M_AWP,
+    M_CHK,
+    M_KVF,
+    M_KVW,
+    M_V,
+    M_WIN,
+    NAN,
+    O_E50,
+    O_E90,
+    O_E99,
+    O_HOSTF,
+    O_MAXC,
+    O_MEM,
+    O_MIND,
+    O_T50,
+    O_T90,
+    O_T99,
+    P_AB,
+    P_KVB,
+    R_SATURATED,
+    X_EDEC,
+    X_EPRE,
+    X_PEAK,
+    kv_bytes_dev,
+    kv_elems,
+    pass_fixed,
+    pass_time,
+    spec_tau,
+    store_infeasible,
+    window_mean_length,
+    window_pairs,
+)
+
+#: Halfin-Whitt's approximation of Erlang C is used above this many servers
+ERLANG_EXACT_MAX = 2048.0
+#: iterations of the request-rate solve (regula falsi, Illinois variant)
+RATE_ITERATIONS = 60
+RATE_RTOL = 1e-10
+
+
+@called_jit
+def iteration(geo, hw, md, px, pr, ly, n_dec, q, c_tok, context, k_p, c_mean, c_win, kv_dev,
+              act_dev):
+    """One iteration: ``n_dec`` decoding sequences verifying ``q`` tokens each and ``c_tok``
+    prompt tokens (chunks of prompts of ``context`` tokens served in ``k_p`` iterations each) in
+    one forward pass through the pipeline. Returns (reason code, iteration time [s], then per
+    iteration on the busiest device: busy time [s], FLOPs, bytes moved [B], time at peak
+    bandwidth [s]; then per micro-batch pass the FLOPs and bytes, t_comp, t_mem, SRAM/DRAM/host
+    times, the stage pass time, the pass tuple and the micro-batch rounds: the decode
+    diagnostics' inputs; last the host-resident bytes)."""
+    tp = ly[L_TP]
+    pp = ly[L_PP]
+    ep = ly[L_EP]
+    m = min(max(math.ceil(n_dec), 1.0), pp)  # micro-batches
+    # decoding requests per micro-batch and on its busiest EP rank: a mean, except that under
+    # EP the busiest rank holds whole sequences (section 3, eq. (2))
+    b_d = n_dec / m if ep <= 1.0 else math.ceil(n_dec / m)
+    g_d = b_d if ep <= 1.0 else math.ceil(b_d / ep)
+    c_mb = c_tok / m  # prompt tokens of a micro-batch, on one rank (a sequence is whole)
+    frac = c_mb / context  # prompts' worth of tokens in the micro-batch
+    g_tok = g_d * q + c_mb
+    p = pass_fixed(geo, hw, md, px, pr, ly, g_tok, b_d * q + c_mb, g_d * q + frac, 1.0)
+    scale = geo.sf * geo.a_pad / tp
+    attn_dec = g_d * q * (md[M_AFD] * c_mean + md[M_AWD] * c_win) * scale
+    attn_pre = frac * (md[M_AFP] * window_pairs(context, 0.0, 0.0)
+                       + md[M_AWP] * window_pairs(context, md[M_WIN], md[M_CHK])) * scale
+    kv_read = g_d * (md[M_KVF] * c_mean + md[M_KVW] * c_win) * pr[P_KVB] * geo.kv_frac * geo.sf
+    # a chunk attends to the prompt's earlier chunks: their KV is read, its own written
+    prefix = context * (k_p - 1.0) / (2.0 * k_p)
+    kv_traffic = (kv_read + frac * k_p * kv_bytes_dev(geo, md, pr, prefix)
+                  + frac * kv_bytes_dev(geo, md, pr, context))
+    share_dec = g_d * q / g_tok if g_tok > 0.0 else 1.0
+    peak = px[X_PEAK]
+    t_comp = ((p.flops_w * share_dec + attn_dec) / (peak * px[X_EDEC])
+              + (p.flops_w * (1.0 - share_dec) + attn_pre) / (peak * px[X_EPRE]))
+    code, t_stage, t_mem, ts, td, th, tpk, host = pass_time(geo, hw, px, ly, p, kv_dev, act_dev,
+                                                            kv_traffic, t_comp, 1.0)
+    rounds = max(m, pp)
+    t_it = rounds * t_stage + p.t_hops + hw[H_OVI]
+    flops = p.flops_w + attn_dec + attn_pre
+    traffic = geo.dense_read_on + p.experts_read + kv_traffic + p.act_traffic + p.host_traffic
+    return (code, t_it, max(t_comp, t_mem) * m, flops * m, traffic * m, tpk * m, flops, traffic,
+            t_comp, t_mem, ts, td, th, t_stage, p, rounds, host)
+
+
+@scalar_jit
+def round_passes(geo, hw, md, px, pr, ly, n_dec, c_tok, context, k_p, c_mean, c_win, kv_dev,
+                 act_dev):
+    """An iteration of ``n_dec`` decoding requests beside ``c_tok`` prompt tokens in one pass; where
+    the engine drafts (and requests decode), a speculative round: the verification of k_s + 1
+    tokens each plus k_s draft steps of c_d plain decode steps. Returns (the plain decode step's
+    :func:`iteration` tuple (diagnostics), then the round's time [s], busy time [s], FLOPs,
+    bytes and time at peak bandwidth [s], all per iteration on the busiest device)."""
+    k = hw[H_SPK]
+    if k > 0.0 and n_dec > 0.0:
+        plain = iteration(geo, hw, md, px, pr, ly, n_dec, 1.0, 0.0, context, 1.0, c_mean, c_win,
+                          kv_dev, act_dev)
+        v = iteration(geo, hw, md, px, pr, ly, n_dec, k + 1.0, c_tok, context, k_p, c_mean,
+                      c_win, kv_dev, act_dev)
+        c = k * hw[H_SPC]  # k draft steps, each c_d of a plain step
+        return (plain, v[1] + c * plain[1], v[2] + c * plain[2], v[3] + c * plain[3],
+                v[4] + c * plain[4], v[5] + c * plain[5])
+    # without a round: the iteration itself (its diagnostics are those of a plain decode step
+    # when it carries no prompt tokens, the only case callers read them)
+    v = iteration(geo, hw, md, px, pr, ly, n_dec, 1.0, c_tok, context, k_p, c_mean, c_win,
+                  kv_dev, act_dev)
+    return v, v[1], v[2], v[3], v[4], v[5]
+
+
+@called_jit
+def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act_dev):
+    """The scheduler's steady state at ``conc`` requests in flight (at most the maximum
+    concurrency). Returns (code, requests per second, TTFT without queueing [s], TPOT [s],
+    mean iteration [s], E[t^2] of the iterations [s^2], device power inputs (busy time per mean
+    iteration), mfu and mbu numerators, FLOPs and bytes per mean iteration, the decode step's
+    bound and latency_cov, the budget's utilisation and the time a prompt holds the budget [s],
+    the decoding requests, the host-resident bytes)."""
+    s = context
+    q_tok = hw[H_SPK] + 1.0  # tokens a decoding request puts in an iteration's budget
+    tau = spec_tau(hw)
+    c_mean = context + 0.5 * output_len
+    c_win = window_mean_length(context, output_len, md[M_WIN], md[M_CHK])
+    budget = hw[H_CHUNK]
+    chunked = hw[H_CHP] > 0.5
+    mixed = hw[H_MIX] > 0.5
+    r_it = (output_len - 1.0) / tau  # decode iterations per request
+
+    # ---- prompt service: chunk size and iterations per prompt (model.md 13.2)
+    saturated = False
+    if r_it <= 0.0:  # one generated token: prompts only
+        d = 0.0
+        c_tok = min(budget, conc * s)
+        lam = c_tok / s
+        k_p = max(1.0, conc / lam)
+        f_m = 1.0
+        d_mix = 0.0
+    else:
+        if chunked:  # chunks of the budget left beside the others' decodes (or a pass's own)
+            left = budget - (conc - 1.0) * q_tok if mixed else budget
+            k_p = math.ceil(s / min(s, left)) if left > 0.0 else 1.0
+            saturated = left <= 0.0
+        else:  # a whole prompt per pass (in passes of the budget if beyond it), beside the
+            # decodes only if it fits the budget with them
+            k_p = math.ceil(s / budget) if s > budget else 1.0
+            mixed = mixed and s + (conc - 1.0) * q_tok <= budget
+        d = conc * r_it / (r_it + k_p)
+        lam = d / r_it
+        f_m = lam * k_p
+        if f_m <= 1.0 and not saturated:  # sparse: one prompt's chunk beside the others
+            c_tok = s / k_p
+            d_mix = max(conc - 1.0, 0.0)
+        else:  # every iteration carries prompt tokens
+            f_m = 1.0
+            if chunked and mixed and not saturated:
+                left = budget - d * q_tok
+                if left > 0.0:
+                    k_p = math.ceil(s / min(s, left))
+                    d = conc * r_it / (r_it + k_p)
+                    lam = d / r_it
+            # prompt tokens an iteration can take: beside the decodes, or a pass of their own
+            room = budget - d * q_tok if mixed else budget
+            if saturated or lam * s > room:  # the budget limits the prompts: the rest wait
+                saturated = True
+                if mixed:
+                    d = min(conc, budget * r_it / (s + q_tok * r_it))
+                else:
+                    d = min(conc, budget * r_it / s)
+                lam = d / r_it
+                if chunked and mixed:
+                    k_p = math.ceil(s / min(s, max(budget - d * q_tok, 1.0)))
+            c_tok = lam * s
+            d_mix = d
+    # decoding requests in a decode-only iteration (with one output token there is none: the
+    # diagnostics describe a decode step of the concurrency)
+    d_dec = conc if f_m < 1.0 or d <= 0.0 else d
+
+    # ---- the iterations
+    dec = round_passes(geo, hw, md, px, pr, ly, d_dec, 0.0, context, 1.0, c_mean, c_win,
+                       kv_dev, act_dev)
+    dit = dec[0]
+    if dit[0] != 0:
+        return (dit[0], NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
+                NAN)
+    t_dec, busy_dec, fl_dec, tr_dec, pk_dec = dec[1], dec[2], dec[3], dec[4], dec[5]
+    if mixed:
+        mix = round_passes(geo, hw, md, px, pr, ly, d_mix, c_tok, context, k_p, c_mean, c_win,
+                           kv_dev, act_dev)
+        code = mix[0][0]
+        t_mix, busy_mix, fl_mix, tr_mix, pk_mix = mix[1], mix[2], mix[3], mix[4], mix[5]
+    else:  # a prefill pass of its own, then the decode pass
+        pre = iteration(geo, hw, md, px, pr, ly, 0.0, 1.0, c_tok, context, k_p, c_mean, c_win,
+                        kv_dev, act_dev)
+        code = pre[0]
+        t_mix, busy_mix, fl_mix, tr_mix, pk_mix = pre[1], pre[2], pre[3], pre[4], pre[5]
+        if d_mix > 0.0:  # then the decode pass
+            dm = round_passes(geo, hw, md, px, pr, ly, d_mix, 0.0, context, 1.0, c_mean, c_win,
+                              kv_dev, act_dev) if d_mix != d_dec else dec
+            t_mix += dm[1]
+            busy_mix += dm[2]
+            fl_mix += dm[3]
+            tr_mix += dm[4]
+            pk_mix += dm[5]
+    if code != 0:
+        return (code, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
+                NAN)
+
+    # ---- per request
+    t_mean = f_m * t_mix + (1.0 - f_m) * t_dec
+    t_sq = f_m * t_mix * t_mix + (1.0 - f_m) * t_dec * t_dec
+    requests = lam / t_mean  # [1/s] per replica
+    ttft = k_p * t_mix + hw[H_OVR]
+    if saturated and d > 0.0:
+        ttft += max(0.0, (conc - d) * r_it / d - k_p) * t_mix  # waiting for the budget
+    if r_it > 0.0:
+        f_seen = min(1.0, max(0.0, (f_m * (k_p + r_it) - k_p) / r_it))
+        tpot = (f_seen * t_mix + (1.0 - f_seen) * t_dec) / tau
+    else:
+        tpot = t_dec / tau
+    busy = f_m * busy_mix + (1.0 - f_m) * busy_dec
+    flops = f_m * fl_mix + (1.0 - f_m) * fl_dec
+    traffic = f_m * tr_mix + (1.0 - f_m) * tr_dec
+    peak_t = f_m * pk_mix + (1.0 - f_m) * pk_dec
+    # the decode step's diagnostics (model.md section 10)
+    bound, cov = decode_bound(hw, dit[8], dit[9], dit[10], dit[11], dit[12], dit[14], dit[15],
+                              geo.t_ovh, dit[13], dit[6], dit[7])
+    # the budget as a server of prompts: utilisation and the time one prompt holds it
+    room = budget - d_mix * q_tok if mixed else budget
+    hold = s * t_mix / max(room, 1.0) if budget < math.inf else 0.0
+    rho_b = requests * hold
+    return (0, requests, ttft, tpot, t_mean, t_sq, busy, flops, peak_t, traffic, bound, cov,
+            rho_b, hold, d, dit[16])
+
+
+@scalar_jit
+def erlang_c(c, a):
+    """Probability that an arrival waits in an M/M/c queue with offered load ``a`` [Erlang]
+    (Erlang's C formula through the Erlang B recursion; Halfin-Whitt's approximation
+    1 / (1 + beta Phi(beta) / phi(beta)), beta = (c - a) / sqrt(a), above ERLANG_EXACT_MAX
+    servers)."""
+    if a <= 0.0:
+        return 0.0
+    if a >= c:
+        return 1.0
+    if c > ERLANG_EXACT_MAX:
+        beta = (c - a) / math.sqrt(a)
+        if beta > 30.0:  # the density underflows; the probability is below 1e-190
+            return 0.0
+        phi = math.exp(-0.5 * beta * beta) / math.sqrt(2.0 * math.pi)
+        big_phi = 0.5 * (1.0 + math.erf(beta / math.sqrt(2.0)))
+        return 1.0 / (1.0 + beta * big_phi / phi)
+    b = 1.0
+    n = int(c)
+    for k in range(1, n + 1):
+        b = a * b / (k + a * b)
+    return n * b / (n - a * (1.0 - b))
+
+
+@scalar_jit
+def tail_quantile(mean, p_wait, p):
+    """The ``p``-quantile of a wait that is 0 with probability 1 - ``p_wait`` and else
+    exponential with mean ``mean / p_wait`` (the mean wait is ``mean``)."""
+    if mean <= 0.0 or p_wait <= 1.0 - p:
+        return 0.0
+    return (mean / p_wait) * math.log(p_wait / (1.0 - p))
+
+
+@scalar_jit
+def rate_waits(t_mean, t_sq, rho_b, hold, conc, c_max, e2e, p):
+    """Mean and ``p``-quantile [s] of the waits Poisson arrivals add before a request's first
+    iteration [model.md section 13.4]: the rest of the running iteration (renewal theory:
+    E[t^2] / (2 E[t]), taken uniform on twice that for quantiles), the token budget as an M/D/1
+    server of prompts (Pollaczek-Khinchine: rho h / (2 (1 - rho))), and the slots (maximum
+    concurrency) as an M/D/c queue (Erlang C with the M/M/c wait halved for deterministic
+    service, Allen-Cunneen); the quantiles are added (an upper bound of the sum's quantile)."""
+    residual = t_sq / (2.0 * t_mean)
+    w_b = rho_b * hold / (2.0 * (1.0 - rho_b)) if rho_b < 1.0 else math.inf
+    pw_s = erlang_c(c_max, conc)
+    w_s = 0.5 * pw_s * e2e / (c_max - conc) if conc < c_max else math.inf
+    mean = residual + w_b + w_s
+    if p <= 0.0:
+        return mean
+    return 2.0 * p * residual + tail_quantile(w_b, min(rho_b, 1.0), p) + \
+        tail_quantile(w_s, pw_s, p)
+
+
+@called_jit
+def continuous_point(geo, hw, md, px, pr, ly, batch, context, output_len, rate_mode, out, j):
+    """Every metric of a continuous-batching point, stored in ``out[:, j]``: ``batch`` is the
+    concurrency per replica, or with ``rate_mode`` the request rate of the layout [1/s]
+    [model.md section 13]."""
+    tp = ly[L_TP]
+    ep = ly[L_EP]
+    dp = ly[L_DP]
+    # ---- capacity: the maximum concurrency the scheduler and the KV cache admit (13.2)
+    x_res = context + output_len if hw[H_RES] > 0.5 else context + 0.5 * output_len
+    blk = hw[H_BLK]
+    if blk > 1.0:
+        x_res = math.ceil(x_res / blk) * blk
+    kv_seq = kv_bytes_dev(geo, md, pr, x_res)
+    logit_seq = md[M_V] * 4.0 / tp
+    act_tok = hw[H_CHUNK] if hw[H_CHUNK] < math.inf else context
+    act_fixed = act_tok * geo.act_per_token_layer * pr[P_AB] / tp
+    c_max = max_sequences(geo, hw, ly, kv_seq + logit_seq, act_fixed)
+    # eq. (14) per request in flight, and once for the weights and one pass's activations
+    replica_seq = kv_elems(md, x_res) * pr[P_KVB] + md[M_V] * 4.0
+    replica_fix = geo.w_replica + act_tok * geo.act_per_token_layer * pr[P_AB]
+    conc = min(batch, c_max) if not rate_mode else 1.0
+    n_seq = batch if not rate_mode and batch < math.inf else conc
+    min_dev = math.ceil((replica_fix + n_seq * replica_seq) / geo.dev_cap) \
+        if geo.dev_cap > 0.0 else NAN
+    if c_max < 1.0:
+        conc = 1.0  # not even one request fits: placement says why (memory or host capacity)
+    g_all = math.ceil(conc / ep)
+    kv_dev = g_all * kv_seq
+    act_dev = act_fixed + g_all * logit_seq
+    st = steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act_dev)
+    if st[0] != 0 or c_max < 1.0:
+        code = st[0] if st[0] != 0 else 9.0
+        mem = geo.weights_dev + kv_dev + act_dev
+        store_infeasible(out, j, code)
+        out[O_MEM, j] = mem
+        out[O_MIND, j] = min_dev
+        out[O_MAXC, j] = max(c_max, 0.0)
+        out[O_HOSTF, j] = geo.host_bytes / mem
+        return
+    wait = 0.0
+    if rate_mode:
+        rate = batch / dp  # per replica
+        top = steady_state(geo, hw, md, px, pr, ly, c_max, context, output_len,
+                           math.ceil(c_max / ep) * kv_seq,
+                           act_fixed + math.ceil(c_max / ep) * logit_seq)
+        if top[0] != 0 or rate >= top[1]:
+            store_infeasible(out, j, R_SATURATED)
+            out[O_MAXC, j] = c_max
+            out[O_MIND, j] = min_dev
+            return
+        # regula falsi (Illinois) on X(N) - rate over N in (0, c_max]
+        lo, f_lo = 0.0, -rate
+        hi, f_hi = c_max, top[1] - rate
+        side = 0
+        conc = c_max
+        st = top
+        for _ in range(RATE_ITERATIONS):
+            conc = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
+            g_all = math.ceil(conc / ep)
+            kv_dev = g_all * kv_seq
+            act_dev = act_fixed + g_all * logit_seq
+            st = steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev,
+                              act_dev)
+            f = st[1] - rate
+            if abs(f) <= RATE_RTOL * rate:
+                break
+            if f > 0.0:
+                hi, f_hi = conc, f
+                if side == 1:
+                    f_lo *= 0.5
+                side = 1
+            else:
+                lo, f_lo = conc, f
+                if side == -1:
+                    f_hi *= 0.5
+                side = -1
+        if geo.dev_cap > 0.0:
+            min_dev = math.ceil((replica_fix + conc * replica_seq) / geo.dev_cap)
+    elif conc < batch < math.inf:  # requests beyond the maximum concurrency wait for a slot
+        wait = (batch - conc) / st[1]  # (batch = inf asks for the maximum load itself)
+    (_, requests, ttft, tpot, t_mean, t_sq, busy, flops, peak_t, traffic, bound, cov, rho_b,
+     hold, _, host_total) = st
+    ttft += wait
+    e2e = ttft + (output_len - 1.0) * tpot
+    if rate_mode:
+        extra = rate_waits(t_mean, t_sq, rho_b, hold, conc, c_max, e2e, 0.0)
+        if extra == math.inf:
+            store_infeasible(out, j, R_SATURATED)
+            out[O_MAXC, j] = c_max
+            out[O_MIND, j] = min_dev
+            return
+        for o_t, o_e, p in ((O_T50, O_E50, 0.5), (O_T90, O_E90, 0.9), (O_T99, O_E99, 0.99)):
+            w = rate_waits(t_mean, t_sq, rho_b, hold, conc, c_max, e2e, p)
+            out[o_t, j] = ttft + w
+            out[o_e, j] = e2e + w
+        ttft += extra
+        e2e += extra
+    power_dev = phase_power(hw, busy, t_mean)
+    mem = geo.weights_dev + kv_dev + act_dev
+    peak = px[X_PEAK]
+    store_metrics(out, j, hw, ly, ttft, tpot, e2e, requests, power_dev, output_len, context,
+                  mem, host_total, bound, flops / traffic, flops / (peak * t_mean),
+                  peak_t / t_mean, cov, min_dev, c_max, conc)

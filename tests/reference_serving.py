@@ -1,0 +1,431 @@
+"""Plain-Python reference of continuous batching (``docs/model.md`` section 13), from the page.
+
+Built on the building blocks of :mod:`tests.reference` (sizes, placement, memory time,
+collectives, hops, expert routing), never on ``kernels``. :func:`iteration` times one forward pass
+of any mix of decode and prompt tokens from *totals* (decoding requests, prompt tokens, attention
+pairs, KV elements read and written), so that the steady state of section 13.2
+(:func:`steady_state`) and the discrete-event simulator of ``tests/serving_sim.py`` (which knows
+each iteration's real composition) time iterations with the same physics.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tests.reference import (
+    FEASIBLE,
+    MEMORY,
+    METRICS,
+    NAN,
+    SATURATED,
+    bound,
+    collectives,
+    ep_imbalance,
+    experts_touched,
+    kv_elems,
+    kv_shard_fraction,
+    latency_cov,
+    max_sequences,
+    mean_window_len,
+    memory_time,
+    pairs_window,
+    phase_power,
+    pipeline_hops,
+    place,
+    sizes,
+    stage_pass,
+    structural_reason,
+)
+
+ERLANG_EXACT_MAX = 2048
+
+
+# ------------------------------------------------------------------------------ 13.2 capacity
+def admission_length(hw: dict, context: float, output_len: float) -> float:
+    """Section 13.2: the KV length a request is counted at, rounded up to the KV block."""
+    x = context + output_len if hw["kv_reserve"] != 0 else context + output_len / 2
+    blk = hw["kv_block"]
+    return math.ceil(x / blk) * blk if blk > 1 else x
+
+
+def serving_sizes(hw: dict, md: dict, pr: dict, ly: dict, conc: float, context: float,
+                  output_len: float) -> tuple[dict, float]:
+    """Sizes of section 3 for ``conc`` requests in flight, the KV at the admission length and the
+    activations of one pass of the budget; and the maximum concurrency (section 13.2)."""
+    tp, ep = ly["tp"], ly["ep"]
+    sz = sizes(hw, md, pr, ly, 1.0, context, output_len, False)
+    x = admission_length(hw, context, output_len)
+    budget = hw["prefill_chunk"]
+    act_tok = budget if math.isfinite(budget) else context
+    act_nl = act_tok * md["act_elems"] / md["n_layers"] * pr["act_bytes"] / tp
+    c_max = max_sequences(hw, md, pr, ly, sz, x, act_nl)
+    g = math.ceil(conc / ep)
+    sz["kv"] = g * kv_elems(md, x) * pr["kv_bytes"] * kv_shard_fraction(md, tp) * sz["sf"]
+    sz["act"] = act_nl + g * md["vocab_size"] * 4 / tp
+    sz["memory"] = sz["w_dense"] + sz["w_exp"] + sz["kv"] + sz["act"]
+    sz["x_res"] = x
+    sz["act_tokens"] = act_tok
+    return sz, c_max
+
+
+# ------------------------------------------------------------------------------ 13.1 iteration
+def iteration(hw: dict, md: dict, pr: dict, px: dict, ly: dict, sz: dict, placement: dict, *,
+              n_dec: float, q: float, c_mean: float, c_win: float, c_tok: float,
+              prompts: float, pairs_full: float, pairs_win: float, kv_read_prompt: float,
+              kv_write: float) -> dict:
+    """Section 13.1: one forward pass through the pipeline with ``n_dec`` decoding requests of
+    ``q`` tokens each at mean attended lengths ``c_mean``/``c_win``, and ``c_tok`` prompt tokens
+    completing ``prompts`` prompts' worth, with their attention pairs and KV elements read (earlier
+    chunks) and written, all per replica and per layer-summed element counts."""
+    tp, ep, pp, off = ly["tp"], ly["ep"], ly["pp"], ly["offload"]
+    sf, lm_s = sz["sf"], sz["lm_s"]
+    m = min(max(math.ceil(n_dec), 1), pp)
+    # a mean count of decoding requests; under EP the busiest rank holds whole sequences
+    b_d = n_dec / m if ep == 1 else math.ceil(n_dec / m)
+    g_d = b_d if ep == 1 else math.ceil(b_d / ep)
+    c_mb = c_tok / m
+    share = 1.0 / m  # the micro-batch's share of the prompt tokens (all on one rank)
+    tokens_busy = g_d * q + c_mb
+    n = (b_d * q + c_mb) * md["experts_per_token"]
+    phi, r = ep_imbalance(n, ep)
+    u = experts_touched(md, phi * (b_d * q + c_mb))
+    heads = g_d * q + prompts * share
+    dense = 2 * (tokens_busy * sz["p_lin"] * sf + heads * sz["w_read"] / pr["embed_bytes"]) / tp
+    expert = 2 * (n / ep) * phi * md["params_expert"] * lm_s / tp
+    scale = sf * sz["a_pad"] / tp
+    attn_dec = g_d * q * (md["attn_flops_full_decode"] * c_mean
+                          + md["attn_flops_window_decode"] * c_win) * scale
+    attn_pre = share * (md["attn_flops_full_prefill"] * pairs_full
+                        + md["attn_flops_window_prefill"] * pairs_win) * scale
+    w_dec = g_d * q / tokens_busy if tokens_busy > 0 else 1.0
+    t_comp = ((w_dec * (dense + expert) + attn_dec) / (px["peak"] * px["eff_decode"])
+              + ((1 - w_dec) * (dense + expert) + attn_pre) / (px["peak"] * px["eff_prefill"]))
+    kvf = pr["kv_bytes"] * sz["f_kv"] * sf
+    kv_dec = md["kv_elems_full"] * c_mean + md["kv_elems_window"] * c_win
+    traffic = {
+        "dense": (1 - off) * sz["r_dense"],
+        "exp": (1 - off) * sz["w_exp"] * u,
+        "kv": (g_d * kv_dec + share * (kv_read_prompt + kv_write)) * kvf,
+        "act": 2 * tokens_busy * md["act_elems"] * sf * pr["act_bytes"] / tp,
+    }
+    host = off * (sz["r_dense"] + sz["w_exp"] * u)
+    mem = memory_time(hw, px, placement, traffic, host)
+    comm = collectives(hw, md, pr, ly, sz, tokens_busy, phi)
+    t_ovh = sz["l_s"] * hw["layer_overhead"]
+    t_s = stage_pass(hw, t_comp, mem["t_mem"], comm["t_comm"], t_ovh)
+    t_top = max(t_comp, mem["t_mem"])
+    t_hop = pipeline_hops(hw, md, pr, ly, tokens_busy)
+    flops = dense + expert + attn_dec + attn_pre
+    return {"time": max(m, pp) * t_s + t_hop + hw["iteration_overhead"],
+            "busy": t_top * m, "flops_m": flops * m, "traffic_m": mem["traffic"] * m,
+            "t_peak_m": mem["t_peak"] * m, "m": m,
+            # the decode diagnostics' inputs (section 10)
+            "flops": flops, "expert_flops": expert, "t_comp": t_comp, "t_s": t_s,
+            "t_ovh": t_ovh, "exposed": comm["t_comm"] - hw["comm_overlap"] * min(comm["t_comm"],
+                                                                              t_top),
+            "t_hop": t_hop, "expert_bytes": traffic["exp"], "r": r, **mem, **comm}
+
+
+def prompt_totals(md: dict, context: float, c_tok: float, k_p: float) -> dict:
+    """Section 13.1: the attention pairs and KV elements of ``c_tok`` tokens of prompts of
+    ``context`` tokens served in ``k_p`` equal chunks (a prompts' worth of ``c_tok / S``)."""
+    s = context
+    frac = c_tok / s
+    return {"c_tok": c_tok, "prompts": frac, "pairs_full": frac * s * (s + 1) / 2,
+            "pairs_win": frac * pairs_window(md, s),
+            "kv_read_prompt": frac * k_p * kv_elems(md, s * (k_p - 1) / (2 * k_p)),
+            "kv_write": frac * kv_elems(md, s)}
+
+
+def tokens_per_round(hw: dict) -> float:
+    """Section 7: tau (1 without speculative decoding)."""
+    k = hw["spec_tokens"]
+    if k == 0:
+        return 1.0
+    return sum(hw["spec_acceptance"] ** i for i in range(int(k) + 1))
+
+
+NO_PROMPT = {"c_tok": 0.0, "prompts": 0.0, "pairs_full": 0.0, "pairs_win": 0.0,
+             "kv_read_prompt": 0.0, "kv_write": 0.0}
+PARTS = ("time", "busy", "flops_m", "traffic_m", "t_peak_m")
+
+
+def round_passes(hw, md, pr, px, ly, sz, placement, n_dec, c_mean, c_win,
+                 pt: dict | None = None) -> tuple[dict, dict]:
+    """Section 13.1-13.2: an iteration of ``n_dec`` decoding requests with the prompt tokens
+    ``pt`` (:func:`prompt_totals`) in the same pass; where the engine drafts and requests
+    decode, a speculative round (verification of k_s + 1 tokens plus k_s c_d plain steps).
+    Returns (the plain decode step, for the diagnostics; the round's totals)."""
+    pt = pt or NO_PROMPT
+    k = hw["spec_tokens"]
+    if k > 0 and n_dec > 0:
+        plain = iteration(hw, md, pr, px, ly, sz, placement, n_dec=n_dec, q=1.0, c_mean=c_mean,
+                          c_win=c_win, **NO_PROMPT)
+        verify = iteration(hw, md, pr, px, ly, sz, placement, n_dec=n_dec, q=k + 1,
+                           c_mean=c_mean, c_win=c_win, **pt)
+        c = k * hw["spec_draft_cost"]
+        return plain, {key: verify[key] + c * plain[key] for key in PARTS}
+    it = iteration(hw, md, pr, px, ly, sz, placement, n_dec=n_dec, q=1.0, c_mean=c_mean,
+                   c_win=c_win, **pt)
+    return it, {key: it[key] for key in PARTS}
+
+
+# ------------------------------------------------------------------------------ 13.2 steady state
+def steady_state(hw: dict, md: dict, pr: dict, px: dict, ly: dict, conc: float, context: float,
+                 output_len: float) -> dict:
+    """Section 13.2 at ``conc`` requests in flight (at most the maximum concurrency)."""
+    s, o = context, output_len
+    budget = hw["prefill_chunk"]
+    chunked = hw["chunked_prefill"] != 0
+    mixed = hw["mixed_batching"] != 0
+    tau = tokens_per_round(hw)
+    q = hw["spec_tokens"] + 1
+    sz, c_max = serving_sizes(hw, md, pr, ly, conc, context, output_len)
+    placement = place(hw, sz, ly)
+    if placement["reason"] != FEASIBLE:
+        return {"reason": placement["reason"], "sizes": sz, "c_max": c_max,
+                "placement": placement}
+    c_mean = s + o / 2
+    c_win = mean_window_len(md, s, o)
+    r_it = (o - 1) / tau
+    saturated = False
+    # 1. prompt service
+    if r_it <= 0:  # prompts only
+        d = 0.0
+        c_tok = min(budget, conc * s)
+        lam = c_tok / s
+        k_p = max(1.0, conc / lam)
+        f_m = 1.0
+        d_mix = 0.0
+    else:
+        if chunked:
+            left = budget - (conc - 1) * q if mixed else budget
+            saturated = left <= 0
+            k_p = math.ceil(s / min(s, left)) if left > 0 else 1.0
+        else:
+            k_p = math.ceil(s / budget) if s > budget else 1.0
+            mixed = mixed and s + (conc - 1) * q <= budget
+        # 2. Little's law in iterations
+        d = conc * r_it / (r_it + k_p)
+        lam = d / r_it
+        f_m = lam * k_p
+        # 3. sparse or dense
+        if f_m <= 1 and not saturated:
+            c_tok = s / k_p
+            d_mix = max(conc - 1, 0.0)
+        else:
+            f_m = 1.0
+            if chunked and mixed and not saturated and budget - d * q > 0:
+                k_p = math.ceil(s / min(s, budget - d * q))
+                d = conc * r_it / (r_it + k_p)
+                lam = d / r_it
+            # 4. budget saturation
+            room = budget - d * q if mixed else budget
+            if saturated or lam * s > room:
+                saturated = True
+                d = min(conc, budget * r_it / (s + q * r_it) if mixed else budget * r_it / s)
+                lam = d / r_it
+                if chunked and mixed:
+                    k_p = math.ceil(s / min(s, max(budget - d * q, 1.0)))
+            c_tok = lam * s
+            d_mix = d
+    d_dec = conc if f_m < 1 or d <= 0 else d
+    plain, dec = round_passes(hw, md, pr, px, ly, sz, placement, d_dec, c_mean, c_win)
+    pt = prompt_totals(md, s, c_tok, k_p)
+    if mixed:
+        _, mix = round_passes(hw, md, pr, px, ly, sz, placement, d_mix, c_mean, c_win, pt)
+    else:
+        pre = iteration(hw, md, pr, px, ly, sz, placement, n_dec=0.0, q=1.0, c_mean=c_mean,
+                        c_win=c_win, **pt)
+        if d_mix > 0:  # then the decode pass
+            _, dm = (plain, dec) if d_mix == d_dec else round_passes(
+                hw, md, pr, px, ly, sz, placement, d_mix, c_mean, c_win)
+            mix = {k: pre[k] + dm[k] for k in PARTS}
+        else:
+            mix = {k: pre[k] for k in PARTS}
+    # 5. per request
+    t_mix, t_dec = mix["time"], dec["time"]
+    t_mean = f_m * t_mix + (1 - f_m) * t_dec
+    requests = lam / t_mean
+    ttft = k_p * t_mix + hw["request_overhead"]
+    if saturated and d > 0:
+        ttft += max(0.0, (conc - d) * r_it / d - k_p) * t_mix
+    if r_it > 0:
+        f_s = min(1.0, max(0.0, (f_m * (k_p + r_it) - k_p) / r_it))
+        tpot = (f_s * t_mix + (1 - f_s) * t_dec) / tau
+    else:
+        tpot = t_dec / tau
+    avg = {k: f_m * mix[k] + (1 - f_m) * dec[k] for k in PARTS}
+    room = budget - d_mix * q if mixed else budget
+    hold = s * t_mix / max(room, 1.0) if math.isfinite(budget) else 0.0
+    return {"reason": FEASIBLE, "sizes": sz, "placement": placement, "c_max": c_max,
+            "requests": requests, "ttft": ttft, "tpot": tpot, "t_mean": t_mean,
+            "t_sq": f_m * t_mix ** 2 + (1 - f_m) * t_dec ** 2, "decode": plain, "avg": avg,
+            "rho_b": requests * hold, "hold": hold, "d": d, "f_m": f_m, "k_p": k_p,
+            "t_mix": t_mix, "t_dec": t_dec, "saturated": saturated, "c_tok": c_tok,
+            "d_mix": d_mix, "mixed": mixed}
+
+
+# ------------------------------------------------------------------------------ 13.4 rate
+def erlang_c(c: float, a: float) -> float:
+    """Erlang C (Halfin-Whitt's approximation above ERLANG_EXACT_MAX servers)."""
+    if a <= 0:
+        return 0.0
+    if a >= c:
+        return 1.0
+    if c > ERLANG_EXACT_MAX:
+        beta = (c - a) / math.sqrt(a)
+        if beta > 30:  # negligible (and the density underflows)
+            return 0.0
+        phi = math.exp(-beta * beta / 2) / math.sqrt(2 * math.pi)
+        big = 0.5 * (1 + math.erf(beta / math.sqrt(2)))
+        return 1 / (1 + beta * big / phi)
+    n = int(c)
+    b = 1.0
+    for k in range(1, n + 1):
+        b = a * b / (k + a * b)
+    return n * b / (n - a * (1 - b))
+
+
+def quantile(mean: float, p_wait: float, p: float) -> float:
+    """A wait that is 0 with probability 1 - p_wait, else exponential with mean mean / p_wait."""
+    if mean <= 0 or p_wait <= 1 - p:
+        return 0.0
+    return mean / p_wait * math.log(p_wait / (1 - p))
+
+
+def waits(st: dict, conc: float, c_max: float, e2e: float, p: float | None) -> float:
+    """Section 13.4: mean (``p`` None) or ``p``-quantile of the waits of Poisson arrivals."""
+    residual = st["t_sq"] / (2 * st["t_mean"])
+    rho, h = st["rho_b"], st["hold"]
+    w_b = rho * h / (2 * (1 - rho)) if rho < 1 else math.inf
+    pw = erlang_c(c_max, conc)
+    w_s = pw * e2e / (c_max - conc) / 2 if conc < c_max else math.inf
+    if p is None:
+        return residual + w_b + w_s
+    return 2 * p * residual + quantile(w_b, min(rho, 1.0), p) + quantile(w_s, pw, p)
+
+
+def solve_rate(hw, md, pr, px, ly, rate: float, context, output_len, c_max) -> float | None:
+    """The real-valued concurrency N with X(N) = rate (bisection), or None when saturated."""
+    top = steady_state(hw, md, pr, px, ly, c_max, context, output_len)
+    if top["reason"] != FEASIBLE or rate >= top["requests"]:
+        return None
+    lo, hi = 0.0, c_max
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        x = steady_state(hw, md, pr, px, ly, mid, context, output_len)["requests"]
+        if x < rate:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-9 * c_max:
+            break
+    return (lo + hi) / 2
+
+
+# ------------------------------------------------------------------------------ the point
+def continuous_point(hw: dict, md: dict, px: dict, batch, context, output_len, pr: dict,
+                     ly: dict, at_rate: bool, *, diagnostics: bool = False) -> dict:
+    """Every metric of a continuous-batching point (section 13), ``{metric: float}``."""
+    batch, context, output_len = float(batch), float(context), float(output_len)
+    out = dict.fromkeys(METRICS, NAN)
+    out.update(fits=0.0, bound=-1.0)
+    extra = {"near_fit_edge": False, "near_bound_tie": False, "near_cov_tie": False,
+             "near_min_devices": False, "near_stage_step": False, "near_rate_jump": False}
+
+    def done(res: dict) -> dict:
+        return {**res, **extra} if diagnostics else res
+
+    reason = structural_reason(hw, md, px, ly, 1.0, context, output_len)
+    if reason != FEASIBLE:
+        out["infeasible_reason"] = float(reason)
+        return done(out)
+    tp, ep, pp, dp = ly["tp"], ly["ep"], ly["pp"], ly["dp"]
+    _, c_max = serving_sizes(hw, md, pr, ly, 1.0, context, output_len)
+    conc = 1.0 if at_rate or c_max < 1 else min(batch, c_max)
+    st = steady_state(hw, md, pr, px, ly, conc, context, output_len)
+    n_seq = batch if not at_rate and math.isfinite(batch) else conc
+    x = admission_length(hw, context, output_len)
+    out["min_devices"], extra["near_min_devices"] = _min_devices(hw, md, pr, n_seq, x, context)
+    extra["near_stage_step"] = st["sizes"]["near_stage_step"]
+    extra["near_fit_edge"] = st["placement"]["near_edge"]
+    if st["reason"] != FEASIBLE or c_max < 1:
+        sz = st["sizes"]
+        out.update(infeasible_reason=float(st["reason"] if st["reason"] != FEASIBLE else MEMORY),
+                   memory_per_device=sz["memory"], max_concurrency=max(c_max, 0.0),
+                   host_fraction=ly["offload"] * (sz["w_dense"] + sz["w_exp"]) / sz["memory"])
+        return done(out)
+    wait = 0.0
+    if at_rate:
+        n = solve_rate(hw, md, pr, px, ly, batch / dp, context, output_len, c_max)
+        if n is None:
+            out.update(infeasible_reason=float(SATURATED), max_concurrency=c_max)
+            return done(out)
+        conc = n
+        st = steady_state(hw, md, pr, px, ly, conc, context, output_len)
+        # X(N) jumps where a ceiling steps (the chunks of a prompt, whole sequences under EP):
+        # a rate inside a jump has no exact solution, either side is an answer
+        extra["near_rate_jump"] = abs(st["requests"] * dp / batch - 1) > 1e-6
+        out["min_devices"], extra["near_min_devices"] = _min_devices(hw, md, pr, conc, x,
+                                                                     context)
+    elif conc < batch < math.inf:
+        wait = (batch - conc) / st["requests"]
+    ttft = st["ttft"] + wait
+    tpot = st["tpot"]
+    e2e = ttft + (output_len - 1) * tpot
+    if at_rate:
+        mean = waits(st, conc, c_max, e2e, None)
+        if not math.isfinite(mean):
+            out.update(infeasible_reason=float(SATURATED), max_concurrency=c_max)
+            return done(out)
+        for p, tag in ((0.5, "p50"), (0.9, "p90"), (0.99, "p99")):
+            w = waits(st, conc, c_max, e2e, p)
+            out[f"ttft_{tag}"] = ttft + w
+            out[f"e2e_{tag}"] = e2e + w
+        ttft += mean
+        e2e += mean
+    devices = tp * pp * ep * dp
+    throughput = dp * st["requests"] * output_len
+    avg = st["avg"]
+    p_dev = phase_power(hw, avg["busy"], st["t_mean"])
+    power = devices * p_dev
+    system_power = power + devices * hw["host_power"]
+    rate = devices * hw["cost_fixed"] + hw["cost_energy"] * system_power
+    dec = st["decode"]
+    b, near_tie = bound(dec, dec["m"], pp, hw["iteration_overhead"])
+    cov, near_cov = latency_cov(hw, dec)
+    sz = st["sizes"]
+    out.update(
+        ttft=ttft, tpot=tpot, e2e_latency=e2e, throughput=throughput,
+        total_throughput=dp * st["requests"] * (context + output_len),
+        throughput_per_device=throughput / devices,
+        tokens_per_joule=throughput / power, tokens_per_joule_system=throughput / system_power,
+        power=power, system_power=system_power,
+        cost_per_mtok=1e6 * rate / throughput, tokens_per_dollar=throughput / rate,
+        memory_per_device=sz["memory"], host_fraction=st["placement"]["host_fraction"],
+        fits=1.0, infeasible_reason=0.0, bound=float(b),
+        arithmetic_intensity=avg["flops_m"] / avg["traffic_m"],
+        mfu=avg["flops_m"] / (px["peak"] * st["t_mean"]), mbu=avg["t_peak_m"] / st["t_mean"],
+        latency_cov=cov, max_concurrency=c_max, concurrency=conc,
+    )
+    extra.update(near_bound_tie=near_tie, near_cov_tie=near_cov)
+    if diagnostics:
+        extra["steady"] = st
+    return done(out)
+
+
+def _min_devices(hw: dict, md: dict, pr: dict, n_seq: float, x: float,
+                 context: float) -> tuple[float, bool]:
+    """(14) for continuous batching: ``n_seq`` requests at the admission length ``x``, with the
+    activations of one pass of the budget (of the prompt when the budget is unlimited)."""
+    wb, ab, kvb, eb = pr["weight_bytes"], pr["act_bytes"], pr["kv_bytes"], pr["embed_bytes"]
+    budget = hw["prefill_chunk"]
+    act_tok = budget if math.isfinite(budget) else context
+    replica = (wb * md["params_linear"] + eb * (md["params_head"] + md["params_embed_only"])
+               + wb * md["n_moe_layers"] * md["n_experts"] * md["params_expert"]
+               + n_seq * (kv_elems(md, x) * kvb + md["vocab_size"] * 4)
+               + act_tok * md["act_elems"] / md["n_layers"] * ab)
+    usable = hw["capacity_fraction"] * sum(hw[f"tier{i}_capacity"] for i in range(3))
+    q = replica / usable
+    return float(math.ceil(q)), abs(q - round(q)) <= 1e-9 * max(q, 1.0)

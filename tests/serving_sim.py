@@ -1,0 +1,237 @@
+"""A discrete-event simulator of iteration-level (continuous) batching: the reference the steady
+state of ``docs/model.md`` section 13.2 is checked against (``tests/test_serving.py``).
+
+The scheduler is simulated iteration by iteration at a fixed concurrency (a closed loop: a
+finished request is replaced at once) with the engine's policy, as section 13 states it:
+
+* admission: at most ``max_concurrency`` requests in flight, first come first served; the others
+  queue;
+* every iteration, each decoding request decodes (``k_s + 1`` tokens verified, ``tau`` accepted
+  on average, with speculative decoding);
+* prompt tokens fill the token budget ``T`` first come first served: with ``mixed_batching``
+  beside the decodes (``T - n_dec q`` left), else in a prefill pass of its own (``T``); with
+  ``chunked_prefill`` a prompt takes what is left and continues in the next iteration, without
+  it a prompt goes whole (in passes of ``T`` when longer than ``T``), and one that does not fit
+  beside the decodes gets a pass of its own;
+* a request's first token comes at the end of the iteration that finishes its prompt, its last
+  when ``O`` tokens are out.
+
+Each iteration is timed by :func:`tests.reference_serving.iteration` at its real composition:
+the number of decoding requests, the mean of their attended lengths, and the prompt chunks'
+exact attention pairs and KV elements read (earlier chunks) and written. Requests start spread
+over their life cycle (the steady state an open-loop server reaches; a closed loop started all
+at once keeps its waves) and are measured after a warm-up.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from tests.reference import FEASIBLE, kv_elems, pairs_window, place, window_len
+from tests.reference_serving import (
+    NO_PROMPT,
+    iteration,
+    serving_sizes,
+    steady_state,
+    tokens_per_round,
+)
+
+
+@dataclass
+class Request:
+    arrival: float
+    prefilled: float = 0.0  # prompt tokens done
+    generated: float = 0.0  # output tokens out (the first comes with the end of the prompt)
+    first_token: float = math.nan
+    admitted: bool = False
+    measured: bool = True
+
+
+@dataclass
+class SimResult:
+    """Steady-state means over the measured requests: TTFT (from arrival, queue included) and
+    TPOT [s], requests/s per replica, and the iterations simulated."""
+
+    ttft: float
+    tpot: float
+    requests: float
+    iterations: int
+    completed: int
+    notes: list[str] = field(default_factory=list)
+
+
+def _pairs(md: dict, n: float) -> tuple[float, float]:
+    """Causal attention pairs of the first ``n`` tokens (full and windowed layers)."""
+    return n * (n + 1) / 2, pairs_window(md, n)
+
+
+def _attended(md: dict, x: float) -> float:
+    """Keys a windowed layer attends to for the token at position ``x`` (1-based)."""
+    w = md["window"]
+    if w == 0:
+        return x
+    if md["window_chunked"] != 0:
+        return (x - 1) % w + 1
+    return min(x, w)
+
+
+def simulate(hw: dict, md: dict, px: dict, pr: dict, ly: dict, conc: int, context: float,
+             output_len: float, *, warmup: int | None = None, measure: int | None = None,
+             max_iterations: int = 200_000) -> SimResult:
+    """Simulate ``conc`` requests in flight (closed loop) of ``context`` prompt and
+    ``output_len`` generated tokens each; see the module docstring."""
+    s, o = float(context), float(output_len)
+    budget = hw["prefill_chunk"]
+    chunked = hw["chunked_prefill"] != 0
+    mixed = hw["mixed_batching"] != 0
+    tau = tokens_per_round(hw)
+    k = hw["spec_tokens"]
+    q = k + 1
+    _, c_max = serving_sizes(hw, md, pr, ly, 1.0, s, o)
+    running = int(min(conc, c_max))
+    if running < 1:
+        raise ValueError("not even one request fits")
+    sz, _ = serving_sizes(hw, md, pr, ly, running, s, o)
+    placement = place(hw, sz, ly)
+    if placement["reason"] != FEASIBLE:
+        raise ValueError(f"placement fails with reason {placement['reason']}")
+    est = steady_state(hw, md, pr, px, ly, running, s, o)
+    # requests spread over their life cycle, in iterations (the model's estimate of it)
+    k_p = est["k_p"]
+    r_it = (o - 1) / tau
+    life = k_p + r_it
+    reqs: list[Request] = []
+    for i in range(int(conc)):
+        r = Request(arrival=0.0, measured=False)
+        if i < running:
+            age = life * (i + 0.5) / running
+            r.admitted = True
+            if age < k_p:
+                r.prefilled = min(s - 1, math.floor(age / k_p * s))
+            else:
+                r.prefilled = s
+                r.generated = min(o - 1, 1 + math.floor((age - k_p) * tau))
+                r.first_token = 0.0
+        reqs.append(r)
+    warmup = 2 * running if warmup is None else warmup
+    measure = max(4 * running, 64) if measure is None else measure
+    t = 0.0
+    done = 0
+    t_start = math.nan
+    done_start = 0
+    ttfts: list[float] = []
+    tpots: list[float] = []
+    iterations = 0
+    c_win_mode = md["window"] != 0
+    while done < warmup + measure and iterations < max_iterations:
+        iterations += 1
+        active = [r for r in reqs if r.admitted]
+        decoding = [r for r in active if r.prefilled >= s]
+        prefilling = [r for r in active if r.prefilled < s]
+        n_dec = len(decoding)
+        # attended lengths of this iteration's decodes: the token generated next sits at
+        # position S + generated + 1
+        if n_dec:
+            c_mean = sum(s + r.generated + 1 for r in decoding) / n_dec
+            c_win = (sum(_attended(md, s + r.generated + 1) for r in decoding) / n_dec
+                     if c_win_mode else c_mean)
+        else:
+            c_mean = c_win = s
+        # prompt tokens of this iteration, first come first served
+        left = budget - n_dec * q if mixed else budget
+        own_pass = not mixed
+        chunks: list[tuple[Request, float]] = []
+        for r in prefilling:
+            need = s - r.prefilled
+            if chunked:
+                if left <= 0:
+                    break
+                take = min(need, left)
+            else:
+                if need <= left:
+                    take = need
+                elif not chunks and need > left:
+                    # a whole prompt that does not fit beside the decodes: a pass of its own
+                    # (in passes of the budget when longer than it)
+                    own_pass = True
+                    take = min(need, budget)
+                else:
+                    break
+            chunks.append((r, take))
+            left -= take
+            if not chunked and own_pass and mixed:
+                break
+        c_tok = sum(c for _, c in chunks)
+        finishing = [r for r, c in chunks if r.prefilled + c >= s]
+        tot = dict(NO_PROMPT)
+        if chunks:
+            pf = pw = rd = wr = 0.0
+            for r, c in chunks:
+                a0, b0 = _pairs(md, r.prefilled)
+                a1, b1 = _pairs(md, r.prefilled + c)
+                pf += a1 - a0
+                pw += b1 - b0
+                rd += kv_elems(md, r.prefilled)
+                wr += kv_elems(md, r.prefilled + c) - kv_elems(md, r.prefilled)
+            tot = {"c_tok": c_tok, "prompts": float(len(finishing)), "pairs_full": pf,
+                   "pairs_win": pw, "kv_read_prompt": rd, "kv_write": wr}
+        # the iteration's passes
+        kw = {"c_mean": c_mean, "c_win": c_win}
+        dt = 0.0
+        if n_dec and k > 0:  # a speculative round for the decodes
+            plain = iteration(hw, md, pr, px, ly, sz, placement, n_dec=n_dec, q=1.0, **kw,
+                              **NO_PROMPT)["time"]
+            dt += k * hw["spec_draft_cost"] * plain
+        if chunks and not own_pass:
+            dt += iteration(hw, md, pr, px, ly, sz, placement, n_dec=n_dec, q=q if n_dec else 1.0,
+                            **kw, **tot)["time"]
+        else:
+            if chunks:
+                dt += iteration(hw, md, pr, px, ly, sz, placement, n_dec=0.0, q=1.0, **kw,
+                                **tot)["time"]
+            if n_dec:
+                dt += iteration(hw, md, pr, px, ly, sz, placement, n_dec=n_dec,
+                                q=q if k > 0 else 1.0, **kw, **NO_PROMPT)["time"]
+        t += dt
+        # the iteration's outcome
+        for r, c in chunks:
+            r.prefilled += c
+            if r.prefilled >= s:
+                r.first_token = t
+                r.generated = 1.0
+                if r.measured:
+                    ttfts.append(t - r.arrival + hw["request_overhead"])
+        finished = []
+        for r in decoding:
+            r.generated += tau
+            if r.generated >= o:
+                finished.append(r)
+        if o <= 1:
+            finished.extend(finishing)
+        for r in finished:
+            done += 1
+            if done == warmup:
+                t_start, done_start = t, done
+            if r.measured and o > 1:
+                tpots.append((t - r.first_token) / (o - 1))
+            reqs.remove(r)
+            reqs.append(Request(arrival=t, measured=done >= warmup))
+        # admission of queued requests into free slots
+        n_active = sum(1 for r in reqs if r.admitted)
+        for r in reqs:
+            if n_active >= running:
+                break
+            if not r.admitted:
+                r.admitted = True
+                n_active += 1
+    elapsed = t - t_start
+    requests = (done - done_start) / elapsed if elapsed > 0 else math.nan
+    notes = [] if done >= warmup + measure else [f"stopped after {iterations} iterations"]
+    return SimResult(
+        ttft=sum(ttfts) / len(ttfts) if ttfts else math.nan,
+        tpot=sum(tpots) / len(tpots) if tpots else math.nan,
+        requests=requests, iterations=iterations, completed=done, notes=notes)
+
+
+__all__ = ["SimResult", "simulate", "window_len"]
