@@ -376,7 +376,8 @@ def evaluate_grid(hw, md, px, batch, context, output_len, pr, ly, out=None, *, o
     value is then a view of that part. ``threads``: override :func:`num_threads` for this call.
     ``mode``: the serving mode (``kernels.params.MODE_*``; with ``MODE_RATE`` the ``batch`` axis
     holds request rates of the layout [1/s]). The metrics of ``params.RATE_METRICS`` are written
-    in rate mode only (their rows are left as they were otherwise).
+    in rate mode only (otherwise their rows are NaN at infeasible points and left as they were
+    at the others).
     """
     shape = grid_shape(hw, md, batch, context, output_len, pr, ly)
     n = int(np.prod(shape))

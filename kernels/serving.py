@@ -86,6 +86,10 @@ ERLANG_EXACT_MAX = 2048.0
 #: iterations of the request-rate solve (regula falsi, Illinois variant)
 RATE_ITERATIONS = 60
 RATE_RTOL = 1e-10
+#: bisection steps of the collision wait (relative precision 2^-50)
+COLLISION_ITERATIONS = 50
+#: prompts per iteration above which their Poisson spread is ignored (relative sd < 10%)
+POISSON_FLUID = 100.0
 
 
 @called_jit
@@ -101,7 +105,7 @@ def iteration(geo, hw, md, px, pr, ly, n_dec, q, c_tok, context, k_p, c_mean, c_
     tp = ly[L_TP]
     pp = ly[L_PP]
     ep = ly[L_EP]
-    m = min(max(math.ceil(n_dec), 1.0), pp)  # micro-batches
+    m = min(max(n_dec, 1.0), pp)  # micro-batches (a mean: at most one per decoding request)
     # decoding requests per micro-batch and on its busiest EP rank: a mean, except that under
     # EP the busiest rank holds whole sequences (section 3, eq. (2))
     b_d = n_dec / m if ep <= 1.0 else math.ceil(n_dec / m)
@@ -157,14 +161,66 @@ def round_passes(geo, hw, md, px, pr, ly, n_dec, c_tok, context, k_p, c_mean, c_
     return v, v[1], v[2], v[3], v[4], v[5]
 
 
+@scalar_jit
+def prompt_iteration(geo, hw, md, px, pr, ly, mixed, n_dec, c_tok, context, k_p, c_mean, c_win,
+                     kv_dev, act_dev, dec, d_dec):
+    """An iteration that carries ``c_tok`` prompt tokens beside ``n_dec`` decoding requests:
+    one pass (``mixed``), or a prefill pass of its own then the decode pass (``dec`` when it is
+    of ``d_dec`` requests). Returns (code, time, busy, FLOPs, bytes, peak time, the time after
+    the prompts' first tokens)."""
+    if mixed:
+        v = round_passes(geo, hw, md, px, pr, ly, n_dec, c_tok, context, k_p, c_mean, c_win,
+                         kv_dev, act_dev)
+        return v[0][0], v[1], v[2], v[3], v[4], v[5], 0.0
+    pre = iteration(geo, hw, md, px, pr, ly, 0.0, 1.0, c_tok, context, k_p, c_mean, c_win,
+                    kv_dev, act_dev)
+    if n_dec <= 0.0:
+        return pre[0], pre[1], pre[2], pre[3], pre[4], pre[5], 0.0
+    dm = dec if n_dec == d_dec else round_passes(geo, hw, md, px, pr, ly, n_dec, 0.0, context,
+                                                 1.0, c_mean, c_win, kv_dev, act_dev)
+    return (pre[0], pre[1] + dm[1], pre[2] + dm[2], pre[3] + dm[3], pre[4] + dm[4],
+            pre[5] + dm[5], dm[1])
+
+
+@scalar_jit
+def poisson_weights(lam, n_max, shift, anchor):
+    """For N ~ Poisson(``lam``) and a quantity linear in ``m = min(N + shift, n_max)`` through
+    ``m = anchor`` and ``anchor + 1`` (``x(m) = x_a + (m - anchor) (x_b - x_a)``, ``x(0)``
+    apart): the weights (P(m = 0), P(m >= 1), E[(m - anchor) 1{m >= 1}])
+    [model.md 13.2 step 3']."""
+    if lam > POISSON_FLUID:  # concentrated within a few percent of its mean: the mean itself
+        m = min(lam + shift, n_max)
+        return 0.0, 1.0, m - anchor
+    p = math.exp(-lam)
+    w0 = p if shift <= 0.0 else 0.0
+    w2 = 0.0
+    cum = p
+    n = 0.0
+    while True:
+        m = min(n + shift, n_max)
+        if m >= 1.0:
+            w2 += p * (m - anchor)
+        n += 1.0
+        if n + shift >= n_max or (n > lam and p < 1e-16):
+            break
+        p *= lam / n
+        cum += p
+    # the tail beyond: every term capped at n_max
+    if n + shift >= n_max:
+        w2 += max(0.0, 1.0 - cum) * (n_max - anchor)
+    return w0, 1.0 - w0, w2
+
+
 @called_jit
-def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act_dev):
+def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act_dev, collide):
     """The scheduler's steady state at ``conc`` requests in flight (at most the maximum
-    concurrency). Returns (code, requests per second, TTFT without queueing [s], TPOT [s],
-    mean iteration [s], E[t^2] of the iterations [s^2], device power inputs (busy time per mean
-    iteration), mfu and mbu numerators, FLOPs and bytes per mean iteration, the decode step's
-    bound and latency_cov, the budget's utilisation and the time a prompt holds the budget [s],
-    the decoding requests, the host-resident bytes)."""
+    concurrency); ``collide``: include the wait of prompts that arrive together (a closed loop;
+    at a request rate the Poisson waits of :func:`rate_waits` replace it). Returns (code,
+    requests per second, TTFT without queueing [s], TPOT [s], mean iteration [s], E[t^2] of the
+    iterations [s^2], busy time, FLOPs, time at peak bandwidth and bytes per mean iteration on
+    the busiest device, the decode step's bound and latency_cov, the budget's utilisation and
+    the time a prompt holds the budget [s], 1 if the budget saturates (else 0), the
+    host-resident bytes)."""
     s = context
     q_tok = hw[H_SPK] + 1.0  # tokens a decoding request puts in an iteration's budget
     tau = spec_tau(hw)
@@ -207,17 +263,28 @@ def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act
                     k_p = math.ceil(s / min(s, left))
                     d = conc * r_it / (r_it + k_p)
                     lam = d / r_it
-            # prompt tokens an iteration can take: beside the decodes, or a pass of their own
+            # prompt tokens an iteration can take: beside the decodes, or a pass of their own;
+            # whole prompts (no chunking) only as many as fit
             room = budget - d * q_tok if mixed else budget
+            if not chunked and s <= budget < math.inf:
+                room = math.floor(room / s) * s
             if saturated or lam * s > room:  # the budget limits the prompts: the rest wait
                 saturated = True
-                if mixed:
-                    d = min(conc, budget * r_it / (s + q_tok * r_it))
-                else:
-                    d = min(conc, budget * r_it / s)
-                lam = d / r_it
-                if chunked and mixed:
-                    k_p = math.ceil(s / min(s, max(budget - d * q_tok, 1.0)))
+                if chunked:
+                    if mixed:
+                        d = min(conc, budget * r_it / (s + q_tok * r_it))
+                    else:
+                        d = min(conc, budget * r_it / s)
+                    lam = d / r_it
+                    if mixed:
+                        k_p = math.ceil(s / min(s, max(budget - d * q_tok, 1.0)))
+                else:  # n whole prompts per iteration beside the n R decodes they feed
+                    n = math.floor(budget / (r_it * q_tok + s)) if mixed else 0.0
+                    if n < 1.0:
+                        mixed = False  # a prompt does not fit beside them: a pass of its own
+                        n = max(1.0, math.floor(budget / s))
+                    lam = min(n, conc / r_it)
+                    d = lam * r_it
             c_tok = lam * s
             d_mix = d
     # decoding requests in a decode-only iteration (with one output token there is none: the
@@ -232,53 +299,146 @@ def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act
         return (dit[0], NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
                 NAN)
     t_dec, busy_dec, fl_dec, tr_dec, pk_dec = dec[1], dec[2], dec[3], dec[4], dec[5]
-    if mixed:
-        mix = round_passes(geo, hw, md, px, pr, ly, d_mix, c_tok, context, k_p, c_mean, c_win,
-                           kv_dev, act_dev)
-        code = mix[0][0]
-        t_mix, busy_mix, fl_mix, tr_mix, pk_mix = mix[1], mix[2], mix[3], mix[4], mix[5]
-    else:  # a prefill pass of its own, then the decode pass
-        pre = iteration(geo, hw, md, px, pr, ly, 0.0, 1.0, c_tok, context, k_p, c_mean, c_win,
-                        kv_dev, act_dev)
-        code = pre[0]
-        t_mix, busy_mix, fl_mix, tr_mix, pk_mix = pre[1], pre[2], pre[3], pre[4], pre[5]
-        if d_mix > 0.0:  # then the decode pass
-            dm = round_passes(geo, hw, md, px, pr, ly, d_mix, 0.0, context, 1.0, c_mean, c_win,
-                              kv_dev, act_dev) if d_mix != d_dec else dec
-            t_mix += dm[1]
-            busy_mix += dm[2]
-            fl_mix += dm[3]
-            tr_mix += dm[4]
-            pk_mix += dm[5]
+    # whole prompts beside the decodes: how many fit an iteration
+    room1 = budget - (conc - 1.0) * q_tok if mixed else budget
+    n_max = math.floor(room1 / s) if room1 < math.inf else 1e9
+    whole = k_p == 1.0 and not saturated and r_it > 0.0 and n_max >= 1.0 and lam <= n_max
+    # sparse chunked prompts: k_p - 1 chunks fill the budget, the last takes the rest
+    c_full = min(s, room1)
+    chunks = (not whole and chunked and not saturated and f_m < 1.0 and k_p > 1.0
+              and r_it > 0.0)
+    anchor = 1.0
+    if whole:  # prompts per iteration ~ Poisson(lam) (13.2 step 3'): iterations of n prompts
+        # (beside conc - n decodes), linear in n through n_a = max(1, floor(lam)) and n_a + 1
+        anchor = min(max(1.0, math.floor(lam)), n_max)
+        p1 = prompt_iteration(geo, hw, md, px, pr, ly, mixed, max(conc - anchor, 0.0),
+                              anchor * s, context, 1.0, c_mean, c_win, kv_dev, act_dev, dec,
+                              d_dec)
+        if anchor + 1.0 <= n_max or (chunked and mixed):  # the rest rides the next pass
+            p2 = prompt_iteration(geo, hw, md, px, pr, ly, mixed, max(conc - anchor - 1.0, 0.0),
+                                  (anchor + 1.0) * s, context, 1.0, c_mean, c_win, kv_dev,
+                                  act_dev, dec, d_dec)
+        else:  # a further prompt takes a prompt iteration in place of a decode-only one
+            p2 = (p1[0], 2.0 * p1[1] - t_dec, 2.0 * p1[2] - busy_dec, 2.0 * p1[3] - fl_dec,
+                  2.0 * p1[4] - tr_dec, 2.0 * p1[5] - pk_dec, p1[6])
+        code = p1[0] if p1[0] != 0 else p2[0]
+        t_mix = p1[1] - (anchor - 1.0) * (p2[1] - p1[1])  # an iteration of one prompt
+        t_after = p1[6]
+        c_tok = s
+    elif chunks:  # a prompt in k_p chunks of the budget: k_p - 1 full ones and the rest
+        p1 = prompt_iteration(geo, hw, md, px, pr, ly, mixed, d_mix, c_full, context, k_p,
+                              c_mean, c_win, kv_dev, act_dev, dec, d_dec)
+        p2 = prompt_iteration(geo, hw, md, px, pr, ly, mixed, d_mix, s - (k_p - 1.0) * c_full,
+                              context, k_p, c_mean, c_win, kv_dev, act_dev, dec, d_dec)
+        code = p1[0] if p1[0] != 0 else p2[0]
+        t_mix = ((k_p - 1.0) * p1[1] + p2[1]) / k_p  # the mean of a prompt's iterations
+        t_after = p2[6]
+    else:
+        p1 = prompt_iteration(geo, hw, md, px, pr, ly, mixed, d_mix, c_tok, context, k_p,
+                              c_mean, c_win, kv_dev, act_dev, dec, d_dec)
+        p2 = p1
+        code = p1[0]
+        t_mix = p1[1]
+        t_after = p1[6]
     if code != 0:
         return (code, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
                 NAN)
 
-    # ---- per request
-    t_mean = f_m * t_mix + (1.0 - f_m) * t_dec
-    t_sq = f_m * t_mix * t_mix + (1.0 - f_m) * t_dec * t_dec
+    # ---- the budget as a server of prompts: the time one prompt holds it (13.4)
+    room = budget - d_mix * q_tok if mixed else budget
+    hold = s * t_mix / max(room, 1.0) if budget < math.inf else 0.0
+    # ---- prompts that arrive together wait for the budget (closed loop, 13.2 step 6)
+    wait = 0.0
+    if collide and not saturated and conc > 1.0 and r_it > 0.0 and hold > 0.0:
+        k_w = collision_wait(conc, r_it, k_p, t_mix, t_dec, hold)
+        d = conc * r_it / (r_it + k_p + k_w)
+        lam = d / r_it
+        f_m = min(1.0, lam * k_p)
+        wait = k_w * (f_m * t_mix + (1.0 - f_m) * t_dec)
+
+    # ---- the mean iteration, the own iterations of a request and those it decodes in
+    if whole:
+        # every iteration and those a request decodes in carry all the prompt tokens that
+        # arrive (what one cannot take, a later one does: no cap); its own at most n_max
+        a0, a1, a2 = poisson_weights(lam, math.inf, 0.0, anchor)
+        f_m = a1
+        own_extra = poisson_weights(lam * (conc - 1.0) / conc, n_max, 1.0, anchor)[2]
+        s0, s1, s2 = poisson_weights(lam * (conc - 1.0) / conc, math.inf, 0.0, anchor)
+    else:
+        own_extra = 0.0
+        if r_it > 0.0:
+            f_seen = min(1.0, max(0.0, (f_m * (k_p + r_it) - k_p) / r_it))
+        else:
+            f_seen = 1.0
+        last = 1.0 / k_p if chunks else 0.0  # the share of a prompt's iterations that is last
+        a0, a1, a2 = 1.0 - f_m, f_m, f_m * last
+        s0, s1, s2 = 1.0 - f_seen, f_seen, f_seen * last
+    t1, t2 = p1[1], p2[1]
+    t_mean = a0 * t_dec + a1 * t1 + a2 * (t2 - t1)
+    t_sq = a0 * t_dec * t_dec + a1 * t1 * t1 + a2 * (t2 * t2 - t1 * t1)
+    busy = a0 * busy_dec + a1 * p1[2] + a2 * (p2[2] - p1[2])
+    flops = a0 * fl_dec + a1 * p1[3] + a2 * (p2[3] - p1[3])
+    traffic = a0 * tr_dec + a1 * p1[4] + a2 * (p2[4] - p1[4])
+    peak_t = a0 * pk_dec + a1 * p1[5] + a2 * (p2[5] - p1[5])
+    t_seen = s0 * t_dec + s1 * t1 + s2 * (t2 - t1)
     requests = lam / t_mean  # [1/s] per replica
-    ttft = k_p * t_mix + hw[H_OVR]
+    if whole:
+        ttft = t1 + own_extra * (t2 - t1)
+    elif chunks:
+        # the full chunks leave no room; the last chunk's iteration also carries the prompts of
+        # others that arrive with it where the budget leaves room, at their marginal time
+        c_last = s - (k_p - 1.0) * c_full
+        extra = min(lam * (conc - 1.0) / conc * s, max(room - c_last, 0.0))
+        ttft = (k_p - 1.0) * t1 + t2 + max(t1 - t_dec, 0.0) / c_full * extra
+    else:
+        own = min(s / k_p + lam * (conc - 1.0) / conc * s, max(room, s / k_p))
+        ttft = k_p * (t_mix + max(t_mix - t_dec, 0.0) / c_tok * (own - c_tok))
+    ttft += wait - t_after + hw[H_OVR]  # a prefill pass of its own ends a slot
     if saturated and d > 0.0:
         ttft += max(0.0, (conc - d) * r_it / d - k_p) * t_mix  # waiting for the budget
-    if r_it > 0.0:
-        f_seen = min(1.0, max(0.0, (f_m * (k_p + r_it) - k_p) / r_it))
-        tpot = (f_seen * t_mix + (1.0 - f_seen) * t_dec) / tau
-    else:
-        tpot = t_dec / tau
-    busy = f_m * busy_mix + (1.0 - f_m) * busy_dec
-    flops = f_m * fl_mix + (1.0 - f_m) * fl_dec
-    traffic = f_m * tr_mix + (1.0 - f_m) * tr_dec
-    peak_t = f_m * pk_mix + (1.0 - f_m) * pk_dec
+    tpot = (t_seen if r_it > 0.0 else t_dec) / tau
     # the decode step's diagnostics (model.md section 10)
     bound, cov = decode_bound(hw, dit[8], dit[9], dit[10], dit[11], dit[12], dit[14], dit[15],
                               geo.t_ovh, dit[13], dit[6], dit[7])
-    # the budget as a server of prompts: utilisation and the time one prompt holds it
-    room = budget - d_mix * q_tok if mixed else budget
-    hold = s * t_mix / max(room, 1.0) if budget < math.inf else 0.0
     rho_b = requests * hold
     return (0, requests, ttft, tpot, t_mean, t_sq, busy, flops, peak_t, traffic, bound, cov,
-            rho_b, hold, d, dit[16])
+            rho_b, hold, 1.0 if saturated else 0.0, dit[16])
+
+
+@scalar_jit
+def _collision_excess(k, conc, r_it, k_p, t_mix, t_dec, hold):
+    """``k t_mean(k) - W(k)`` of :func:`collision_wait`."""
+    d = conc * r_it / (r_it + k_p + k)
+    lam = d / r_it
+    f_m = min(1.0, lam * k_p)
+    t_mean = f_m * t_mix + (1.0 - f_m) * t_dec
+    share = (conc - 1.0) / conc
+    rho = lam / t_mean * hold * share
+    w = share * rho * hold / (2.0 * (1.0 - rho)) if rho < 1.0 else math.inf
+    return k * t_mean - w
+
+
+@scalar_jit
+def collision_wait(conc, r_it, k_p, t_mix, t_dec, hold):
+    """Iterations ``k`` a prompt waits for the budget behind prompts that arrive with it
+    (model.md 13.2 step 6): Kingman's G/D/1 wait ``c_a^2 rho h / (2 (1 - rho))`` with the
+    utilisation the other ``conc - 1`` requests cause (the arrival theorem of closed networks)
+    and the arrivals' squared coefficient of variation ``c_a^2 = (C - 1) / C`` of a
+    superposition of ``C`` nearly periodic request cycles (0 for one request, Poisson in the
+    limit), with the decoding requests ``D = C R / (R + k_p + k)`` (waiting requests do not
+    decode): the root of ``k t_mean(k) = W(k)``, by bisection (the wait falls as ``k`` grows)."""
+    if _collision_excess(0.0, conc, r_it, k_p, t_mix, t_dec, hold) >= 0.0:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while _collision_excess(hi, conc, r_it, k_p, t_mix, t_dec, hold) < 0.0:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(COLLISION_ITERATIONS):
+        mid = 0.5 * (lo + hi)
+        if _collision_excess(mid, conc, r_it, k_p, t_mix, t_dec, hold) < 0.0:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
 
 
 @scalar_jit
@@ -363,7 +523,8 @@ def continuous_point(geo, hw, md, px, pr, ly, batch, context, output_len, rate_m
     g_all = math.ceil(conc / ep)
     kv_dev = g_all * kv_seq
     act_dev = act_fixed + g_all * logit_seq
-    st = steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act_dev)
+    st = steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act_dev,
+                      not rate_mode)
     if st[0] != 0 or c_max < 1.0:
         code = st[0] if st[0] != 0 else 9.0
         mem = geo.weights_dev + kv_dev + act_dev
@@ -378,7 +539,7 @@ def continuous_point(geo, hw, md, px, pr, ly, batch, context, output_len, rate_m
         rate = batch / dp  # per replica
         top = steady_state(geo, hw, md, px, pr, ly, c_max, context, output_len,
                            math.ceil(c_max / ep) * kv_seq,
-                           act_fixed + math.ceil(c_max / ep) * logit_seq)
+                           act_fixed + math.ceil(c_max / ep) * logit_seq, False)
         if top[0] != 0 or rate >= top[1]:
             store_infeasible(out, j, R_SATURATED)
             out[O_MAXC, j] = c_max
@@ -396,7 +557,7 @@ def continuous_point(geo, hw, md, px, pr, ly, batch, context, output_len, rate_m
             kv_dev = g_all * kv_seq
             act_dev = act_fixed + g_all * logit_seq
             st = steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev,
-                              act_dev)
+                              act_dev, False)
             f = st[1] - rate
             if abs(f) <= RATE_RTOL * rate:
                 break
@@ -415,7 +576,7 @@ def continuous_point(geo, hw, md, px, pr, ly, batch, context, output_len, rate_m
     elif conc < batch < math.inf:  # requests beyond the maximum concurrency wait for a slot
         wait = (batch - conc) / st[1]  # (batch = inf asks for the maximum load itself)
     (_, requests, ttft, tpot, t_mean, t_sq, busy, flops, peak_t, traffic, bound, cov, rho_b,
-     hold, _, host_total) = st
+     hold, saturated, host_total) = st
     ttft += wait
     e2e = ttft + (output_len - 1.0) * tpot
     if rate_mode:

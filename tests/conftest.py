@@ -1,4 +1,5 @@
-"""Shared test configuration: hypothesis profiles ``dev`` (fast, default) and ``ci`` (more examples).
+"""Shared test configuration: hypothesis profiles ``dev`` (fast, default) and ``ci`` (more examples);
+``triage`` (no shrinking: which tests fail, fast).
 
 Select with ``HYPOTHESIS_PROFILE=ci`` (``.ci/run`` does). Kernel tests run with or without
 ``NUMBA_DISABLE_JIT=1``; the ``nojit`` marker selects the ones worth running in pure Python.
@@ -12,13 +13,17 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 settings.register_profile(
     "dev", max_examples=40, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile(
     "ci", max_examples=150, deadline=None, derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile(  # finding what fails quickly: no shrinking of failing examples
+    "triage", max_examples=20, deadline=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 

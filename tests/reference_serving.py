@@ -79,7 +79,7 @@ def iteration(hw: dict, md: dict, pr: dict, px: dict, ly: dict, sz: dict, placem
     chunks) and written, all per replica and per layer-summed element counts."""
     tp, ep, pp, off = ly["tp"], ly["ep"], ly["pp"], ly["offload"]
     sf, lm_s = sz["sf"], sz["lm_s"]
-    m = min(max(math.ceil(n_dec), 1), pp)
+    m = min(max(n_dec, 1.0), pp)  # a mean number of micro-batches
     # a mean count of decoding requests; under EP the busiest rank holds whole sequences
     b_d = n_dec / m if ep == 1 else math.ceil(n_dec / m)
     g_d = b_d if ep == 1 else math.ceil(b_d / ep)
@@ -171,9 +171,36 @@ def round_passes(hw, md, pr, px, ly, sz, placement, n_dec, c_mean, c_win,
 
 
 # ------------------------------------------------------------------------------ 13.2 steady state
+def collision_wait(conc, r_it, k_p, t_mix, t_dec, hold) -> float:
+    """Section 13.2 step 6: the iterations ``k`` with ``k t_mean(k) = W(k)`` (bisection)."""
+    def excess(k):
+        d = conc * r_it / (r_it + k_p + k)
+        lam = d / r_it
+        f_m = min(1.0, lam * k_p)
+        t_mean = f_m * t_mix + (1 - f_m) * t_dec
+        share = (conc - 1) / conc  # the others' utilisation; also the arrivals' c_a^2
+        rho = lam / t_mean * hold * share
+        w = share * rho * hold / (2 * (1 - rho)) if rho < 1 else math.inf
+        return k * t_mean - w
+
+    if excess(0.0) >= 0:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while excess(hi) < 0:
+        lo, hi = hi, 2 * hi
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        if excess(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
 def steady_state(hw: dict, md: dict, pr: dict, px: dict, ly: dict, conc: float, context: float,
-                 output_len: float) -> dict:
-    """Section 13.2 at ``conc`` requests in flight (at most the maximum concurrency)."""
+                 output_len: float, collide: bool = True) -> dict:
+    """Section 13.2 at ``conc`` requests in flight (at most the maximum concurrency);
+    ``collide``: the closed loop's wait of prompts arriving together (step 6; not at a rate)."""
     s, o = context, output_len
     budget = hw["prefill_chunk"]
     chunked = hw["chunked_prefill"] != 0
@@ -219,51 +246,148 @@ def steady_state(hw: dict, md: dict, pr: dict, px: dict, ly: dict, conc: float, 
                 k_p = math.ceil(s / min(s, budget - d * q))
                 d = conc * r_it / (r_it + k_p)
                 lam = d / r_it
-            # 4. budget saturation
+            # 4. budget saturation (whole prompts: as many as fit)
             room = budget - d * q if mixed else budget
+            if not chunked and s <= budget < math.inf:
+                room = math.floor(room / s) * s
             if saturated or lam * s > room:
                 saturated = True
-                d = min(conc, budget * r_it / (s + q * r_it) if mixed else budget * r_it / s)
-                lam = d / r_it
-                if chunked and mixed:
-                    k_p = math.ceil(s / min(s, max(budget - d * q, 1.0)))
+                if chunked:
+                    d = min(conc, budget * r_it / (s + q * r_it) if mixed
+                            else budget * r_it / s)
+                    lam = d / r_it
+                    if mixed:
+                        k_p = math.ceil(s / min(s, max(budget - d * q, 1.0)))
+                else:
+                    n = math.floor(budget / (r_it * q + s)) if mixed else 0
+                    if n < 1:
+                        mixed = False
+                        n = max(1, math.floor(budget / s))
+                    lam = min(n, conc / r_it)
+                    d = lam * r_it
             c_tok = lam * s
             d_mix = d
     d_dec = conc if f_m < 1 or d <= 0 else d
     plain, dec = round_passes(hw, md, pr, px, ly, sz, placement, d_dec, c_mean, c_win)
-    pt = prompt_totals(md, s, c_tok, k_p)
-    if mixed:
-        _, mix = round_passes(hw, md, pr, px, ly, sz, placement, d_mix, c_mean, c_win, pt)
-    else:
+
+    def prompt_iteration(n_dec, c, kp):
+        """An iteration with ``c`` prompt tokens beside ``n_dec`` decodes (or in its own pass
+        before theirs); its totals and the time after the prompts' first tokens."""
+        pt = prompt_totals(md, s, c, kp)
+        if mixed:
+            return round_passes(hw, md, pr, px, ly, sz, placement, n_dec, c_mean, c_win, pt)[1], 0.0
         pre = iteration(hw, md, pr, px, ly, sz, placement, n_dec=0.0, q=1.0, c_mean=c_mean,
                         c_win=c_win, **pt)
-        if d_mix > 0:  # then the decode pass
-            _, dm = (plain, dec) if d_mix == d_dec else round_passes(
-                hw, md, pr, px, ly, sz, placement, d_mix, c_mean, c_win)
-            mix = {k: pre[k] + dm[k] for k in PARTS}
-        else:
-            mix = {k: pre[k] for k in PARTS}
-    # 5. per request
-    t_mix, t_dec = mix["time"], dec["time"]
-    t_mean = f_m * t_mix + (1 - f_m) * t_dec
-    requests = lam / t_mean
-    ttft = k_p * t_mix + hw["request_overhead"]
-    if saturated and d > 0:
-        ttft += max(0.0, (conc - d) * r_it / d - k_p) * t_mix
-    if r_it > 0:
-        f_s = min(1.0, max(0.0, (f_m * (k_p + r_it) - k_p) / r_it))
-        tpot = (f_s * t_mix + (1 - f_s) * t_dec) / tau
+        if n_dec <= 0:
+            return {k: pre[k] for k in PARTS}, 0.0
+        dm = dec if n_dec == d_dec else round_passes(hw, md, pr, px, ly, sz, placement, n_dec,
+                                                      c_mean, c_win)[1]
+        return {k: pre[k] + dm[k] for k in PARTS}, dm["time"]
+
+    # 3'. whole prompts beside the decodes: prompts per iteration ~ Poisson(lam), up to n_max
+    room1 = budget - (conc - 1) * q if mixed else budget
+    n_max = math.floor(room1 / s) if math.isfinite(room1) else 1e9
+    whole = k_p == 1 and not saturated and r_it > 0 and n_max >= 1 and lam <= n_max
+    # 3''. sparse chunked prompts: k_p - 1 chunks fill the budget, the last takes the rest
+    c_full = min(s, room1)
+    chunks = not whole and chunked and not saturated and f_m < 1 and k_p > 1 and r_it > 0
+    anchor = 1.0
+    if whole:  # iterations of n prompts beside conc - n decodes, linear through n_a, n_a + 1
+        anchor = min(max(1, math.floor(lam)), n_max)
+        p1, t_after = prompt_iteration(max(conc - anchor, 0.0), anchor * s, 1.0)
+        if anchor + 1 <= n_max or (chunked and mixed):  # the rest rides the next mixed pass
+            p2 = prompt_iteration(max(conc - anchor - 1, 0.0), (anchor + 1) * s, 1.0)[0]
+        else:  # a further prompt takes a prompt iteration in place of a decode-only one
+            p2 = {k: 2 * p1[k] - dec[k] for k in PARTS}
+        c_tok = s
+        t_mix = p1["time"] - (anchor - 1) * (p2["time"] - p1["time"])  # one prompt's iteration
+    elif chunks:
+        p1 = prompt_iteration(d_mix, c_full, k_p)[0]
+        p2, t_after = prompt_iteration(d_mix, s - (k_p - 1) * c_full, k_p)
+        t_mix = ((k_p - 1) * p1["time"] + p2["time"]) / k_p
     else:
-        tpot = t_dec / tau
-    avg = {k: f_m * mix[k] + (1 - f_m) * dec[k] for k in PARTS}
+        p1, t_after = prompt_iteration(d_mix, c_tok, k_p)
+        p2 = p1
+        t_mix = p1["time"]
+    t_dec = dec["time"]
     room = budget - d_mix * q if mixed else budget
     hold = s * t_mix / max(room, 1.0) if math.isfinite(budget) else 0.0
+    # 6. prompts arriving together wait for the budget (closed loop only)
+    wait = 0.0
+    if collide and not saturated and conc > 1 and r_it > 0 and hold > 0:
+        k_w = collision_wait(conc, r_it, k_p, t_mix, t_dec, hold)
+        d = conc * r_it / (r_it + k_p + k_w)
+        lam = d / r_it
+        f_m = min(1.0, lam * k_p)
+        wait = k_w * (f_m * t_mix + (1 - f_m) * t_dec)
+    # 5. per request: the mean iteration, a request's own iterations and those it decodes in
+    others = lam * (conc - 1) / conc
+    if whole:
+        w = poisson_weights(lam, math.inf, 0, anchor)  # all prompt tokens, some later
+        f_m = w[1]
+        own_extra = poisson_weights(others, n_max, 1, anchor)[2]  # its own: at most n_max
+        ws = poisson_weights(others, math.inf, 0, anchor)
+    else:
+        own_extra = 0.0
+        f_s = min(1.0, max(0.0, (f_m * (k_p + r_it) - k_p) / r_it)) if r_it > 0 else 1.0
+        last = 1 / k_p if chunks else 0.0
+        w = (1 - f_m, f_m, f_m * last)
+        ws = (1 - f_s, f_s, f_s * last)
+
+    def mixture(x0, x1, x2, weights):
+        return weights[0] * x0 + weights[1] * x1 + weights[2] * (x2 - x1)
+
+    t_mean = mixture(t_dec, p1["time"], p2["time"], w)
+    requests = lam / t_mean
+    if whole:
+        ttft = p1["time"] + own_extra * (p2["time"] - p1["time"])
+    elif chunks:  # the last chunk's iteration may carry others' prompts
+        extra = min(others * s, max(room - (s - (k_p - 1) * c_full), 0.0))
+        ttft = ((k_p - 1) * p1["time"] + p2["time"]
+                + max(p1["time"] - t_dec, 0.0) / c_full * extra)
+    else:
+        own = min(s / k_p + others * s, max(room, s / k_p))
+        ttft = k_p * (t_mix + max(t_mix - t_dec, 0.0) / c_tok * (own - c_tok))
+    ttft += wait - t_after + hw["request_overhead"]
+    if saturated and d > 0:
+        ttft += max(0.0, (conc - d) * r_it / d - k_p) * t_mix
+    t_seen = mixture(t_dec, p1["time"], p2["time"], ws)
+    tpot = (t_seen if r_it > 0 else t_dec) / tau
+    avg = {k: mixture(dec[k], p1[k], p2[k], w) for k in PARTS}
+    t_sq = (w[0] * t_dec ** 2 + w[1] * p1["time"] ** 2
+            + w[2] * (p2["time"] ** 2 - p1["time"] ** 2))
     return {"reason": FEASIBLE, "sizes": sz, "placement": placement, "c_max": c_max,
             "requests": requests, "ttft": ttft, "tpot": tpot, "t_mean": t_mean,
-            "t_sq": f_m * t_mix ** 2 + (1 - f_m) * t_dec ** 2, "decode": plain, "avg": avg,
+            "t_sq": t_sq, "decode": plain, "avg": avg,
             "rho_b": requests * hold, "hold": hold, "d": d, "f_m": f_m, "k_p": k_p,
             "t_mix": t_mix, "t_dec": t_dec, "saturated": saturated, "c_tok": c_tok,
-            "d_mix": d_mix, "mixed": mixed}
+            "d_mix": d_mix, "mixed": mixed, "whole": whole}
+
+
+def poisson_weights(lam: float, n_max: float, shift: float,
+                    anchor: float) -> tuple[float, float, float]:
+    """Section 13.2 step 3': for N ~ Poisson(lam) and m = min(N + shift, n_max):
+    (P(m = 0), P(m >= 1), E[(m - anchor) 1{m >= 1}])."""
+    if lam > 100:  # the spread is a few percent: the mean itself
+        return 0.0, 1.0, min(lam + shift, n_max) - anchor
+    w0 = math.exp(-lam) if shift == 0 else 0.0
+    w2 = 0.0
+    p = math.exp(-lam)
+    n = 0
+    total = 0.0
+    while True:
+        m = min(n + shift, n_max)
+        if m >= 1:
+            w2 += p * (m - anchor)
+        total += p
+        n += 1
+        if n + shift >= n_max:
+            w2 += max(0.0, 1 - total) * (n_max - anchor)
+            break
+        if n > lam and p < 1e-16:
+            break
+        p *= lam / n
+    return w0, 1 - w0, w2
 
 
 # ------------------------------------------------------------------------------ 13.4 rate
@@ -308,18 +432,20 @@ def waits(st: dict, conc: float, c_max: float, e2e: float, p: float | None) -> f
 
 def solve_rate(hw, md, pr, px, ly, rate: float, context, output_len, c_max) -> float | None:
     """The real-valued concurrency N with X(N) = rate (bisection), or None when saturated."""
-    top = steady_state(hw, md, pr, px, ly, c_max, context, output_len)
+    top = steady_state(hw, md, pr, px, ly, c_max, context, output_len, False)
     if top["reason"] != FEASIBLE or rate >= top["requests"]:
         return None
     lo, hi = 0.0, c_max
-    for _ in range(80):
+    for _ in range(200):
         mid = (lo + hi) / 2
-        x = steady_state(hw, md, pr, px, ly, mid, context, output_len)["requests"]
+        x = steady_state(hw, md, pr, px, ly, mid, context, output_len, False)["requests"]
+        if abs(x / rate - 1) <= 1e-12:
+            return mid
         if x < rate:
             lo = mid
         else:
             hi = mid
-        if hi - lo <= 1e-9 * c_max:
+        if hi - lo <= 1e-13 * hi:
             break
     return (lo + hi) / 2
 
@@ -344,7 +470,7 @@ def continuous_point(hw: dict, md: dict, px: dict, batch, context, output_len, p
     tp, ep, pp, dp = ly["tp"], ly["ep"], ly["pp"], ly["dp"]
     _, c_max = serving_sizes(hw, md, pr, ly, 1.0, context, output_len)
     conc = 1.0 if at_rate or c_max < 1 else min(batch, c_max)
-    st = steady_state(hw, md, pr, px, ly, conc, context, output_len)
+    st = steady_state(hw, md, pr, px, ly, conc, context, output_len, not at_rate)
     n_seq = batch if not at_rate and math.isfinite(batch) else conc
     x = admission_length(hw, context, output_len)
     out["min_devices"], extra["near_min_devices"] = _min_devices(hw, md, pr, n_seq, x, context)
@@ -363,14 +489,17 @@ def continuous_point(hw: dict, md: dict, px: dict, batch, context, output_len, p
             out.update(infeasible_reason=float(SATURATED), max_concurrency=c_max)
             return done(out)
         conc = n
-        st = steady_state(hw, md, pr, px, ly, conc, context, output_len)
+        st = steady_state(hw, md, pr, px, ly, conc, context, output_len, False)
         # X(N) jumps where a ceiling steps (the chunks of a prompt, whole sequences under EP):
         # a rate inside a jump has no exact solution, either side is an answer
-        extra["near_rate_jump"] = abs(st["requests"] * dp / batch - 1) > 1e-6
+        # and under EP X(N) is a sawtooth (the busiest rank gains whole sequences), so a rate
+        # may be served at several concurrencies: either is an answer
+        extra["near_rate_jump"] = abs(st["requests"] * dp / batch - 1) > 1e-6 or ep > 1
         out["min_devices"], extra["near_min_devices"] = _min_devices(hw, md, pr, conc, x,
                                                                      context)
     elif conc < batch < math.inf:
         wait = (batch - conc) / st["requests"]
+
     ttft = st["ttft"] + wait
     tpot = st["tpot"]
     e2e = ttft + (output_len - 1) * tpot

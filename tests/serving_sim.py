@@ -26,6 +26,7 @@ at once keeps its waves) and are measured after a warm-up.
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass, field
 
 from tests.reference import FEASIBLE, kv_elems, pairs_window, place, window_len
@@ -41,6 +42,7 @@ from tests.reference_serving import (
 @dataclass
 class Request:
     arrival: float
+    out: float = math.nan  # this request's output tokens
     prefilled: float = 0.0  # prompt tokens done
     generated: float = 0.0  # output tokens out (the first comes with the end of the prompt)
     first_token: float = math.nan
@@ -78,9 +80,15 @@ def _attended(md: dict, x: float) -> float:
 
 def simulate(hw: dict, md: dict, px: dict, pr: dict, ly: dict, conc: int, context: float,
              output_len: float, *, warmup: int | None = None, measure: int | None = None,
-             max_iterations: int = 200_000) -> SimResult:
+             max_iterations: int = 200_000, seed: int | None = None,
+             jitter: float = 0.0) -> SimResult:
     """Simulate ``conc`` requests in flight (closed loop) of ``context`` prompt and
-    ``output_len`` generated tokens each; see the module docstring."""
+    ``output_len`` generated tokens each; see the module docstring. The requests start evenly
+    spread over their life cycle, or at random points of it with ``seed`` (irregular spacing:
+    prompts collide, which the steady state of section 13.2 averages over); ``jitter``: each new
+    request's output length is drawn uniformly within +/- that fraction of ``output_len`` (same
+    mean), so that the requests' phases keep mixing as under real traffic (with fixed lengths
+    a random start is one fixed pattern for ever)."""
     s, o = float(context), float(output_len)
     budget = hw["prefill_chunk"]
     chunked = hw["chunked_prefill"] != 0
@@ -101,17 +109,25 @@ def simulate(hw: dict, md: dict, px: dict, pr: dict, ly: dict, conc: int, contex
     k_p = est["k_p"]
     r_it = (o - 1) / tau
     life = k_p + r_it
+    rng = None if seed is None else random.Random(seed)
+
+    def length() -> float:
+        if not jitter or rng is None:
+            return o
+        return max(2.0, round(o * (1 + jitter * (2 * rng.random() - 1))))
+
+    ages = sorted(life * (rng.random() if rng else (i + 0.5) / running) for i in range(running))
     reqs: list[Request] = []
     for i in range(int(conc)):
-        r = Request(arrival=0.0, measured=False)
+        r = Request(arrival=0.0, measured=False, out=length())
         if i < running:
-            age = life * (i + 0.5) / running
+            age = ages[running - 1 - i]  # the oldest first (first come, first served)
             r.admitted = True
             if age < k_p:
                 r.prefilled = min(s - 1, math.floor(age / k_p * s))
             else:
                 r.prefilled = s
-                r.generated = min(o - 1, 1 + math.floor((age - k_p) * tau))
+                r.generated = min(r.out - 1, 1 + math.floor((age - k_p) * tau))
                 r.first_token = 0.0
         reqs.append(r)
     warmup = 2 * running if warmup is None else warmup
@@ -120,6 +136,7 @@ def simulate(hw: dict, md: dict, px: dict, pr: dict, ly: dict, conc: int, contex
     done = 0
     t_start = math.nan
     done_start = 0
+    tokens = 0.0  # output tokens of the measured completions
     ttfts: list[float] = []
     tpots: list[float] = []
     iterations = 0
@@ -179,6 +196,7 @@ def simulate(hw: dict, md: dict, px: dict, pr: dict, ly: dict, conc: int, contex
         # the iteration's passes
         kw = {"c_mean": c_mean, "c_win": c_win}
         dt = 0.0
+        t_first = math.nan
         if n_dec and k > 0:  # a speculative round for the decodes
             plain = iteration(hw, md, pr, px, ly, sz, placement, n_dec=n_dec, q=1.0, **kw,
                               **NO_PROMPT)["time"]
@@ -190,22 +208,24 @@ def simulate(hw: dict, md: dict, px: dict, pr: dict, ly: dict, conc: int, contex
             if chunks:
                 dt += iteration(hw, md, pr, px, ly, sz, placement, n_dec=0.0, q=1.0, **kw,
                                 **tot)["time"]
+                t_first = t + dt  # the prefill pass's prompts have their first token here
             if n_dec:
                 dt += iteration(hw, md, pr, px, ly, sz, placement, n_dec=n_dec,
                                 q=q if k > 0 else 1.0, **kw, **NO_PROMPT)["time"]
+        t_first = t + dt if math.isnan(t_first) else t_first
         t += dt
         # the iteration's outcome
         for r, c in chunks:
             r.prefilled += c
             if r.prefilled >= s:
-                r.first_token = t
+                r.first_token = t_first
                 r.generated = 1.0
                 if r.measured:
-                    ttfts.append(t - r.arrival + hw["request_overhead"])
+                    ttfts.append(t_first - r.arrival + hw["request_overhead"])
         finished = []
         for r in decoding:
             r.generated += tau
-            if r.generated >= o:
+            if r.generated >= r.out:
                 finished.append(r)
         if o <= 1:
             finished.extend(finishing)
@@ -213,10 +233,11 @@ def simulate(hw: dict, md: dict, px: dict, pr: dict, ly: dict, conc: int, contex
             done += 1
             if done == warmup:
                 t_start, done_start = t, done
-            if r.measured and o > 1:
-                tpots.append((t - r.first_token) / (o - 1))
+            if r.measured and r.out > 1:
+                tpots.append((t - r.first_token) / (r.out - 1))
+                tokens += r.out
             reqs.remove(r)
-            reqs.append(Request(arrival=t, measured=done >= warmup))
+            reqs.append(Request(arrival=t, measured=done >= warmup, out=length()))
         # admission of queued requests into free slots
         n_active = sum(1 for r in reqs if r.admitted)
         for r in reqs:

@@ -511,7 +511,19 @@ def with_capacity_for(p: dict, factor: float = 1.01, device_factor: float | None
         hw["host_capacity"] = max(hw["host_capacity"], factor * mem)
         hw["host_bandwidth"] = max(hw["host_bandwidth"], 1e9)
         hw["host_efficiency"] = max(hw["host_efficiency"], 0.05)
-    return {**p, "hw": hw}
+    q = {**p, "hw": hw}
+    # memory_per_device is that of the sequences that run at once: a static batch beyond memory
+    # runs in waves (section 11) and reports one wave's bytes; grow the tiers until it is whole
+    for _ in range(8):
+        if device_factor is not None and p["ly"]["spill"]:
+            break
+        r = evaluate_one(q)
+        if not (r["concurrency"] < q["batch"]) or q.get("mode", 0.0) != 0.0:
+            break
+        grow = 2.0 * q["batch"] / max(r["concurrency"], 1.0)
+        q = {**q, "hw": {**q["hw"], **{f"tier{i}_capacity": q["hw"][f"tier{i}_capacity"] * grow
+                                       for i in range(3)}}}
+    return q
 
 
 def variant(p: dict, **changes) -> dict:
@@ -525,11 +537,13 @@ def variant(p: dict, **changes) -> dict:
 
 @st.composite
 def fitting_points(draw, model_kind=None, n_tiers=None, host=None, offload=None, spill=None,
-                   layout=None, ideal=None) -> dict:
+                   layout=None, ideal=None, modes=(0.0,)) -> dict:
     """A point that passes section 2's codes 1-8 (supported engine, positive peak, structurally
     compatible layout, host tier whenever offloading or spilling, prompt + output within the
     window, batch within the cap) whose device is sized so that it fits; ``layout`` overrides
-    layout fields, ``ideal`` selects the ideal engine."""
+    layout fields, ``ideal`` selects the ideal engine, ``modes`` the serving modes drawn (static
+    batches by default: the closed forms of sections 7-11; continuous batching's properties are
+    in tests/test_serving.py, and tests that hold in both draw both)."""
     md = draw(models(model_kind))
     padded = draw(st.booleans())
     ly = draw(layouts_for(md, offload=offload, spill=spill, padded=padded))
@@ -542,7 +556,7 @@ def fitting_points(draw, model_kind=None, n_tiers=None, host=None, offload=None,
         hw["pads_heads"] = 1.0
     p = {"hw": hw, "px": draw(px_values(peak=draw(peaks))), "md": md, "pr": draw(precisions()),
          "ly": ly, "batch": draw(batches), "context": draw(contexts), "output_len": draw(outputs),
-         "mode": draw(st.sampled_from([0.0, 1.0]))}  # a rate may saturate: see rate tests
+         "mode": draw(st.sampled_from(modes))}  # a rate may saturate: see rate tests
     hw["max_batch"] = max(hw["max_batch"], float(p["batch"]))
     md["max_context"] = max(md["max_context"], float(p["context"] + p["output_len"]))
     return with_capacity_for(p, factor=draw(st.floats(1.01, 4.0)),

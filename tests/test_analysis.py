@@ -20,10 +20,11 @@ import sweep
 from grids.errors import SpecError
 from grids.layouts import parse_layout
 from sweep.analysis import core as an
-from sweep.results.variables import COORDS, DIM_ATTRS, DIRECTION, VARIABLES
+from sweep.results.variables import COORDS, DIM_ATTRS, DIRECTION, ONLY_AT_RATE, VARIABLES
 
 DIMS = ("hardware", "model", "batch", "context", "precision", "parallelism")
-FLOAT_METRICS = [n for n, v in VARIABLES.items() if v.dtype == "float32"]
+#: the float metrics of a grid over batch (the latency percentiles exist over request rates only)
+FLOAT_METRICS = [n for n, v in VARIABLES.items() if v.dtype == "float32" and n not in ONLY_AT_RATE]
 
 
 # ------------------------------------------------------------------------------ builders
@@ -88,10 +89,14 @@ def make_result(hardware=("hw-a", "hw-b", "hw-c"), models=("dense-8b", "moe-47b"
         "mfu": rng.uniform(0.01, 0.9, shape), "mbu": rng.uniform(0.1, 0.9, shape),
         "latency_cov": (0.02 + 0.1 * (ep > 1)) * rng.uniform(0.5, 1.5, shape),
         "min_devices": np.ceil(memory / 80e9) * np.ones(shape),
+        "max_concurrency": np.maximum(b, 4096.0 / axis("model", active) * 1e9 * wb),
+        "concurrency": b * np.ones(shape),
     }
     vals.update(values or {})
     data_vars = {}
     for name, var in VARIABLES.items():
+        if name in ONLY_AT_RATE:
+            continue  # a batch grid: no latency percentiles (docs/model.md section 13.4)
         if name == "fits":
             arr = ok.astype(np.int8)
         elif name == "bound":

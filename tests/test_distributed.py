@@ -18,7 +18,7 @@ from sweep.execute.grid import GridRun  # noqa: E402
 from sweep.execute.local import run_with_stats  # noqa: E402
 from sweep.results.files import open_result  # noqa: E402
 from sweep.results.target import TMP_PREFIX  # noqa: E402
-from sweep.results.variables import VARIABLES  # noqa: E402
+from sweep.results.variables import BATCH_VARIABLES  # noqa: E402
 
 pytestmark = pytest.mark.dask
 
@@ -63,8 +63,8 @@ def assert_identical(path: Path, spec: dict) -> None:
     """Bit-identical metric arrays (NaN positions included), same dtypes, same coordinates."""
     ref = reference(spec)
     got = open_result(path, mask_and_scale=False)  # raw stored values: int8 flags stay int8
-    assert set(got.data_vars) >= set(VARIABLES)
-    for name in VARIABLES:
+    assert set(got.data_vars) >= set(BATCH_VARIABLES)
+    for name in BATCH_VARIABLES:
         a, b = ref[name].values, got[name].values
         assert a.dtype == b.dtype, name
         assert a.shape == b.shape, name

@@ -29,13 +29,13 @@ import pytest
 from grids.engines import ENGINE_IDS, engines_dir, resolve, shipped_overlay
 from grids.hardware import catalog_ids, load_catalog
 from grids.spec import DEFAULT_MODELS, DEFAULT_PREFILL_CHUNK, DEFAULT_SPEC, load_spec
-from kernels.params import HW_FIELDS, METRICS, PX_FIELDS
-from sweep.execute.points import evaluate, evaluate_rows, largest_batch, max_load, resolve_points
+from kernels.params import HW_FIELDS, METRICS, MODE_CONTINUOUS, MODE_STATIC, PX_FIELDS
+from sweep.execute.points import evaluate, evaluate_rows, max_load, resolve_points
 
 RTOL = 2e-6
 OVERLAYS = pytest.mark.parametrize("overlay", [None, {}], ids=["shipped-calibration", "files"])
 LABELS = ("hardware", "engine", "model", "precision", "parallelism")
-COMPARED = ("fits", "ttft", "tpot", "throughput")
+COMPARED = ("fits", "ttft", "tpot", "throughput", "concurrency", "e2e_latency")
 #: layouts of the ideal-bound sample: the default grid's, a padded-heads tp3 and a spill layout
 LAYOUTS = ("tp1", "tp2", "tp4", "tp8", "tp4-pp2", "ep4", "ep8", "tp2-ep4", "tp8-off0.25",
            "tp8-pp16", "tp3", "tp4-spill")
@@ -50,8 +50,13 @@ def product(**axes) -> pd.DataFrame:
     return pd.DataFrame(list(itertools.product(*axes.values())), columns=list(axes))
 
 
-def run(pt, tables=None, batches=BATCHES, contexts=CONTEXTS) -> dict[str, np.ndarray]:
-    """Every row of ``pt`` at every (batch, context): ``{metric: (n_workloads, n_rows)}``."""
+def run(pt, tables=None, batches=BATCHES, contexts=CONTEXTS, mode=MODE_STATIC
+        ) -> dict[str, np.ndarray]:
+    """Every row of ``pt`` at every (batch, context): ``{metric: (n_workloads, n_rows)}``. A
+    static batch by default: every time term of sections 7-11 is monotone in every resource.
+    (At a fixed concurrency in a closed loop, a faster engine cycles requests faster and more
+    prompts compete for the budget, so TTFT and TPOT alone need not fall; throughput and e2e
+    do, by Little's law: the maximum-load test below.)"""
     rows = np.arange(pt.index["hardware"].size)
     outs = []
     with warnings.catch_warnings():
@@ -59,25 +64,42 @@ def run(pt, tables=None, batches=BATCHES, contexts=CONTEXTS) -> dict[str, np.nda
         for b, s in itertools.product(batches, contexts):
             full = np.full(rows.size, 1.0)
             outs.append(evaluate_rows(pt, rows, b * full, s * full, OUTPUT_LEN * full,
-                                      tables=tables))
+                                      mode=mode, tables=tables))
     stacked = np.stack(outs)
     return {m: stacked[:, METRICS.index(m)].astype(np.float64) for m in COMPARED}
 
 
+#: the scheduler an engine states (docs/model.md section 13): the ideal engine bounds an engine
+#: when it runs the same one; a different policy trades TTFT against TPOT instead
+SCHEDULER = ("prefill_chunk", "chunked_prefill", "mixed_batching", "kv_block")
+
+
 def ideal_at_chunks(pt, overlay, **changes) -> list[list]:
-    """``[h][e]``: the ideal engine on device h with engine e's prefill chunk (and ``changes``)."""
+    """``[h][e]``: the ideal engine on device h with engine e's scheduler (its token budget,
+    chunking, mixing and KV block; and ``changes``)."""
     engines = pt.engines(overlay)
-    return [[dataclasses.replace(resolve("ideal", dev, overlay), prefill_chunk=eng.prefill_chunk,
-                                 **changes) for eng in row]
+    return [[dataclasses.replace(resolve("ideal", dev, overlay),
+                                 **{f: getattr(eng, f) for f in SCHEDULER}, **changes)
+             for eng in row]
             for dev, row in zip(pt.objects["hardware"], engines)]
 
 
-def assert_bounds(bound: dict, other: dict, where: pd.DataFrame, what: str) -> int:
-    """Wherever ``other`` fits: ``bound`` fits and is no slower (TTFT, TPOT) and gives no less
-    throughput. Returns the number of feasible pairs compared."""
-    ok = other["fits"] == 1
-    assert np.all(bound["fits"][ok] == 1), f"{what}: the bound refuses a point the engine runs"
-    for name, sign in (("ttft", 1), ("tpot", 1), ("throughput", -1)):
+#: (metric, +1 if lower is better else -1) that a bound must not lose on
+FASTER_IN = (("ttft", 1), ("tpot", 1), ("throughput", -1))
+#: at a fixed concurrency of continuous batching (Little's law: e2e = C / X)
+FASTER_IN_A_CLOSED_LOOP = (("throughput", -1), ("e2e_latency", 1))
+
+
+def assert_bounds(bound: dict, other: dict, where: pd.DataFrame, what: str,
+                  names=FASTER_IN) -> int:
+    """Wherever ``other`` fits: ``bound`` fits; where both run the same number of requests at
+    once (a bound that admits more, where the other queues them or runs waves, runs a larger
+    and slower batch on purpose) it is no slower (TTFT, TPOT) and gives no less throughput.
+    Returns the number of pairs compared."""
+    fits = other["fits"] == 1
+    assert np.all(bound["fits"][fits] == 1), f"{what}: the bound refuses a point the engine runs"
+    ok = fits & (bound["concurrency"] == other["concurrency"])
+    for name, sign in names:
         b, o = bound[name][ok], other[name][ok]
         bad = sign * (o - b) < -RTOL * np.abs(b)
         if bad.any():
@@ -212,20 +234,25 @@ def test_speculative_engine_is_bounded_by_perfect_speculation(tmp_path, overlay)
         speculative_draft_cost=0.0)), batches=(1, 16, 256), contexts=(128, 4096))
     assert assert_bounds(perfect, engine, labels, "perfect speculation") > 500
     ok = engine["fits"] == 1
-    assert np.all(plain["ttft"][ok] <= engine["ttft"][ok] * (1 + RTOL))
+    # whole batches: in waves (section 11) a later wave's TTFT waits for the earlier ones'
+    # decode, which speculation shortens
+    batch = np.array([b for b, _ in itertools.product((1, 16, 256), (128, 4096))])[:, None]
+    whole = ok & (engine["concurrency"] == batch) & (plain["concurrency"] == batch)
+    assert np.all(plain["ttft"][whole] <= engine["ttft"][whole] * (1 + RTOL))
     assert (engine["tpot"][ok] < plain["tpot"][ok]).any(), "speculation never beat the plain ideal"
 
 
 @OVERLAYS
 def test_ideal_engine_bounds_every_engine_at_maximum_load(overlay):
-    """batch = "max" (docs/model.md section 11): each engine runs its own maximum-load batch
-    B*_e (largest fitting batch under its memory fraction and cap, KV at the in-flight length).
-    With the engine's prefill chunk, the ideal engine (a) holds at least as many sequences,
-    (b) is no slower and gives no less throughput at B*_e itself, and (c) its own maximum-load
-    throughput is at least the engine's wherever B*_e is one of the batches the ideal's search
-    tries (a power of two below its largest batch, or that batch). (c) is not asserted beyond
-    them: the search is not an exhaustive maximum, and throughput is not monotone in the batch
-    (whole sequences per micro-batch and EP rank, prefill passes)."""
+    """batch = "max" (docs/model.md section 13.2): each engine runs continuous batching at its
+    own maximum concurrency C*_e (its batch cap and the KV cache under its memory fraction and
+    block size). With the engine's scheduler, the ideal engine (a) admits at least as many
+    requests, (b) gives no less throughput and no longer e2e latency at C*_e itself (TTFT and
+    TPOT alone need not fall in a closed loop, see :func:`run`), and (c) on devices with one
+    memory tier its own maximum-load throughput is at least the engine's (throughput does not
+    fall with the concurrency, tests/test_serving.py, to 1e-3). On tiered devices more requests
+    put KV cache in slower tiers: SN40L runs Llama-3.1-8B at 4,871 requests with the ideal
+    engine's memory (KV in DDR) at 0.79x the throughput of SambaFlow's 8 (all in HBM)."""
     labels = product(hardware=catalog_ids(), engine=[e for e in ENGINE_IDS if e != "ideal"],
                      model=["llama-3.1-8b", "llama-3.3-70b", "mixtral-8x7b", "qwen3-235b-a22b",
                             "deepseek-r1", "llama-4-scout"],
@@ -240,21 +267,20 @@ def test_ideal_engine_bounds_every_engine_at_maximum_load(overlay):
         warnings.simplefilter("ignore", RuntimeWarning)
         for s in (2048, 32768):
             ctx, out_len = np.full(rows.size, float(s)), np.full(rows.size, OUTPUT_LEN)
-            out_e, b_e = max_load(pt, rows, ctx, out_len)
-            out_i, _ = max_load(pt, rows, ctx, out_len, tables=ti)
-            big_e = largest_batch(pt, rows, ctx, out_len)
-            big_i = largest_batch(pt, rows, ctx, out_len, tables=ti)
+            out_e, c_e = max_load(pt, rows, ctx, out_len)
+            out_i, c_i = max_load(pt, rows, ctx, out_len, tables=ti)
             ok = out_e[fits] == 1
-            assert np.all(out_i[fits][ok] == 1) and np.all(big_i[ok] >= big_e[ok])      # (a)
+            assert np.all(out_i[fits][ok] == 1) and np.all(c_i[ok] >= c_e[ok])          # (a)
             r = rows[ok]
-            at_b = evaluate_rows(pt, r, b_e[ok], ctx[ok], out_len[ok], inflight=True, tables=ti)
-            at = {m: at_b[METRICS.index(m)][None].astype(float) for m in COMPARED}
+            at_c = evaluate_rows(pt, r, c_e[ok], ctx[ok], out_len[ok], mode=MODE_CONTINUOUS,
+                                 tables=ti)
+            at = {m: at_c[METRICS.index(m)][None].astype(float) for m in COMPARED}
             eng = {m: out_e[METRICS.index(m)][ok][None].astype(float) for m in COMPARED}
-            checked += assert_bounds(at, eng, labels.iloc[r], f"ideal at B*_e, S = {s}")  # (b)
-            b, top = b_e[ok], big_i[ok]
-            power_of_two = (b == 2.0 ** np.round(np.log2(b))) & (b < top)
-            tried = power_of_two | (b == top)
-            assert np.all(out_i[thr][ok][tried] >= out_e[thr][ok][tried] * (1 - RTOL))    # (c)
+            checked += assert_bounds(at, eng, labels.iloc[r], f"ideal at C*_e, S = {s}",
+                                     FASTER_IN_A_CLOSED_LOOP)                             # (b)
+            one_tier = pt.tables.hw[pt.platform, HW_FIELDS.index("tier1_capacity")] == 0
+            c = ok & one_tier
+            assert np.all(out_i[thr][c] >= out_e[thr][c] * (1 - 1e-3))                    # (c)
     assert checked > 5_000
 
 
@@ -265,10 +291,10 @@ HIGHER = (*(f"tier{i}_{x}" for i in range(3) for x in ("capacity", "bandwidth", 
           "link_bandwidth", "scaleout_bandwidth", "capacity_fraction", "link_efficiency",
           "comm_overlap", "max_batch", "supported")
 LOWER = ("package_latency", "link_latency", "scaleout_latency", "jitter", "layer_overhead",
-         "iteration_overhead", "request_overhead", "comm_bytes", "collective_latency")
+         "iteration_overhead", "request_overhead", "comm_bytes", "collective_latency", "kv_reserve")
 SAME = (*(f"tier{i}_kind" for i in range(3)),
         "package_size", "domain_size", "prefill_chunk", "pads_heads", "spec_tokens",
-        "spec_acceptance", "spec_draft_cost")
+        "spec_acceptance", "spec_draft_cost", "chunked_prefill", "mixed_batching", "kv_block")
 NOT_SPEED = ("tdp", "idle", "host_power", "cost_fixed", "cost_energy")
 
 

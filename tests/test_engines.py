@@ -56,6 +56,9 @@ def toy_raw(engine_id: str = "toy", runs_on=("vendor:NVIDIA",)) -> dict:
         "collective_latency": src("1 us"), "comm_overlap": src(0.0), "memory_fraction": src(0.9),
         "max_batch": src(256), "prefill_chunk": src(2048), "kv8_efficiency": src(0.9),
         "weight_only_efficiency": src(0.85), "pads_heads": False, "pads_heads_source": "test",
+        "chunked_prefill": True, "chunked_prefill_source": "test", "mixed_batching": True,
+        "mixed_batching_source": "test", "kv_block": src(16), "kv_reserve": False,
+        "kv_reserve_source": "test",
         "prefill_compute": {"bf16": src(0.8)}, "decode_compute": {"bf16": src(0.7)},
     }
     return {"id": engine_id, "name": "Toy", "description": "test engine", "versions": "1",

@@ -24,7 +24,9 @@ from sweep.execute.memory import populated_empty
 from sweep.execute.plan import BYTES_PER_POINT, plan_chunks
 from sweep.results.files import COMPRESSIONS, ResultWriter, ZarrChunks, write_dataset
 from sweep.results.target import TMP_PREFIX, OutputError
-from sweep.results.variables import VARIABLES
+from sweep.results.variables import BATCH_VARIABLES, VARIABLES
+
+VARIABLES_ORDER = list(VARIABLES)
 
 SPEC = {
     "hardware": ["h100-sxm", "mi300x", "groq-lpu", "sn40l", "tpu-v5e"],
@@ -46,7 +48,7 @@ def reference_ds() -> xr.Dataset:
 
 def same(a: xr.Dataset, b: xr.Dataset) -> None:
     """Bit-identical metrics (NaN pattern included) and dtypes."""
-    for name in VARIABLES:
+    for name in BATCH_VARIABLES:
         x, y = np.asarray(a[name].values), np.asarray(b[name].values)
         assert x.dtype == y.dtype, name
         if x.dtype.kind == "f":
@@ -117,7 +119,11 @@ def test_evaluate_grid_writes_in_place_at_an_offset():
     big = np.full((len(VARIABLES), n + 1000), 7.0, dtype=np.float32)
     view = kernels.evaluate_grid(*args, out=big, offset=600)
     assert np.shares_memory(view, big)
-    np.testing.assert_array_equal(big[:, 600:600 + n].reshape(ref.shape), ref)
+    # every metric but the request-rate percentiles, which a batch grid leaves as they were
+    batch = [VARIABLES_ORDER.index(m) for m in BATCH_VARIABLES]
+    rate = [i for i in range(len(VARIABLES_ORDER)) if i not in batch]
+    np.testing.assert_array_equal(big[batch, 600:600 + n].reshape(ref[batch].shape), ref[batch])
+    assert ((big[rate] == 7.0) | np.isnan(big[rate])).all()  # NaN: infeasible points
     assert (big[:, :600] == 7.0).all() and (big[:, 600 + n:] == 7.0).all()
     with pytest.raises(ValueError, match="room"):
         kernels.evaluate_grid(*args, out=big, offset=1001)
@@ -235,7 +241,7 @@ def test_zarr_chunks_match_zarr_python(reference_ds, tmp_path):
 
     arr = np.asarray(reference_ds["tpot"].values)
     dims = reference_ds["tpot"].dims
-    template = reference_ds.drop_vars(list(VARIABLES))
+    template = reference_ds.drop_vars(list(BATCH_VARIABLES))
     stores = []
     for k in range(2):
         w = ResultWriter(tmp_path / f"s{k}.zarr", template, dims, "zarr",
@@ -267,14 +273,14 @@ def test_writer_failure_is_raised_and_leaves_nothing(tmp_path, monkeypatch):
 
     def full_disk(self, name, region, arr):
         calls["n"] += 1
-        if calls["n"] == 3 * len(VARIABLES):  # on the writer thread, as a full disk would be
+        if calls["n"] == 3 * len(BATCH_VARIABLES):  # on the writer thread, like a full disk
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(self, name, region, arr)
 
     monkeypatch.setattr(ZarrChunks, "write", full_disk)
     with pytest.raises(OutputError, match="no space left"):
         run_with_stats(SPEC, progress=False, max_memory="256 KiB", output=target)
-    assert calls["n"] >= 3 * len(VARIABLES)
+    assert calls["n"] >= 3 * len(BATCH_VARIABLES)
     assert not list(tmp_path.iterdir())
     assert not [t for t in threading.enumerate() if t.name == "accel-sweep-writer"]
 

@@ -32,8 +32,9 @@ def run(rows: list[dict], engine: str = "ideal") -> pd.DataFrame:
 
 def point(hw: str, model: str, precision: str, layout: str, batch: int, context: int,
           output_len: int) -> dict:
+    """A fixed batch (docs/model.md sections 7-11), as the fixes below were stated."""
     return {"hardware": hw, "model": model, "precision": precision, "parallelism": layout,
-            "batch": batch, "context": context, "output_len": output_len}
+            "batch": batch, "context": context, "output_len": output_len, "batching": "static"}
 
 
 def test_tensor_parallel_collectives_use_the_link_of_their_group(tmp_path):
@@ -94,6 +95,9 @@ def _engine_file(tmp_path, name: str, **values: float) -> str:
         if key == "pads_heads":
             continue
         v = values.get(key, spec.ideal)
+        if spec.dimension == "bool":
+            lines.append(f'{key} = {"true" if v else "false"}\n{key}_source = "test value"')
+            continue
         text = '"inf"' if v == math.inf else repr(float(v))
         if key in BY_DTYPE:
             lines.append(f'{key}.bf16 = {{ value = {text}, source = "test value" }}')

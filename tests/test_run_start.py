@@ -15,6 +15,7 @@ import pytest
 import xarray as xr
 
 from grids.spec import GridSpec, load_spec
+from kernels.params import METRICS
 from sweep.execute.local import run
 from sweep.results import provenance as prov
 from sweep.results.assemble import build_dataset, coordinates, template
@@ -76,7 +77,7 @@ def _without_time(ds: xr.Dataset) -> xr.Dataset:
 def test_passing_resolved_engines_and_costs_changes_nothing(spec):
     engines, costs = spec.resolved_engines(), spec.device_costs()
     rng = np.random.default_rng(3)
-    metrics = rng.integers(0, 3, (22, *spec.shape)).astype(np.float32)  # valid flags too
+    metrics = rng.integers(0, 3, (len(METRICS), *spec.shape)).astype(np.float32)  # valid flags too
     metrics[0, 0] = np.nan  # ttft, a float metric
     a = build_dataset(spec, metrics)
     b = build_dataset(spec, metrics, engines=engines, costs=costs)

@@ -23,7 +23,7 @@ from sweep.execute.local import run_with_stats
 from sweep.execute.plan import plan_chunks
 from sweep.results.files import flag_labels, write_dataset
 from sweep.results.target import TMP_PREFIX
-from sweep.results.variables import VARIABLES, check_dataset
+from sweep.results.variables import BATCH_VARIABLES, VARIABLES, check_dataset
 
 SMALL = {
     "hardware": ["h100-sxm", "mi300x", "groq-lpu", "sn40l"],
@@ -43,7 +43,7 @@ def small_ds() -> xr.Dataset:
 
 
 def _same(a: xr.Dataset, b: xr.Dataset) -> None:
-    for name in VARIABLES:
+    for name in BATCH_VARIABLES:
         np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)
         assert a[name].dtype == b[name].dtype, name
 
@@ -51,7 +51,7 @@ def _same(a: xr.Dataset, b: xr.Dataset) -> None:
 def test_dataset_structure(small_ds):
     assert tuple(small_ds["ttft"].dims) == DIMS6
     assert check_dataset(small_ds) == []
-    for name in VARIABLES:
+    for name in BATCH_VARIABLES:
         assert small_ds[name].attrs["units"], name
     assert small_ds["fits"].dtype == np.int8
     assert small_ds["bound"].dtype == np.int8
@@ -91,7 +91,7 @@ def test_round_trip(small_ds, tmp_path, fmt, suffix):
     _same(small_ds, back)
     for k, v in small_ds.attrs.items():
         assert back.attrs[k] == v, k
-    for name in VARIABLES:
+    for name in BATCH_VARIABLES:
         for k in ("units", "long_name"):
             assert back[name].attrs[k] == small_ds[name].attrs[k]
     assert list(back["hardware"].values) == list(small_ds["hardware"].values)

@@ -15,17 +15,11 @@ from grids.engines import calibration_path, catalog_engines, resolve
 from grids.errors import SpecError
 from grids.hardware import catalog_ids, load_device
 from grids.layouts import parse_layout
-from kernels.params import METRICS
+from kernels.params import METRICS, MODE_CONTINUOUS, MODE_RATE
 from sweep import validate as V
 from sweep.cli import main
 from sweep.cli.validate import POOLED
-from sweep.execute.points import (
-    HW_MAX_BATCH,
-    LARGEST_BATCH,
-    evaluate,
-    evaluate_rows,
-    largest_batch,
-)
+from sweep.execute.points import evaluate, evaluate_rows
 from sweep.validate import calibration as C
 from sweep.validate import evaluator as E
 from sweep.validate import measurements as M
@@ -144,7 +138,8 @@ def test_static_predictions_match_sweep_evaluate(shipped_result):
         "model": src["model"].to_numpy(), "batch": pick["model_batch"].astype(int).to_numpy(),
         "context": pick["context"].astype(int).to_numpy(),
         "output_len": pick["output_len"].fillna(1).astype(int).to_numpy(),
-        "precision": src["precision"].to_numpy(), "parallelism": src["parallelism"].to_numpy()})
+        "precision": src["precision"].to_numpy(), "parallelism": src["parallelism"].to_numpy(),
+        "batching": "static"})  # the fixed-batch rows (docs/validation.md)
     out = evaluate(table)
     for (_, r), (_, e), dev in zip(pick.iterrows(), out.iterrows(), src["devices"]):
         if r["metric"] == "throughput":
@@ -156,48 +151,43 @@ def test_static_predictions_match_sweep_evaluate(shipped_result):
         assert r["predicted"] == pytest.approx(float(expect), rel=1e-5), r["id"]
 
 
-def test_max_load_is_the_best_candidate_and_largest_batch_is_tight():
+def test_max_load_rows_run_the_scheduler_at_its_maximum_concurrency():
+    """Maximum-load rows are continuous batching at the most requests the engine admits (its
+    batch cap and the KV cache, docs/model.md section 13.2), capped by a stated max_num_seqs."""
     ids = SHIPPED.loc[USABLE & SHIPPED["load"].eq("max_load").to_numpy(), "id"].head(6)
     ev = V.Evaluator(SHIPPED[SHIPPED["id"].isin(ids)])
     out, used = ev.outputs()
     pt, n = ev.points, ev.n
     rows = np.arange(n)
     cap = ev._cap(rows)
-    big = largest_batch(pt, rows, ev.context, ev.output_len, cap=cap)
-    thr, fits = METRICS.index("throughput"), METRICS.index("fits")
-    for i in range(n):
-        assert np.isfinite(big[i]) and 1 <= used[i] <= big[i]
-        # the best of the powers of two below the largest batch and that batch itself
-        cands = np.array([b for b in 2.0 ** np.arange(21) if b < big[i]] + [big[i]])
-        k = cands.size
-        o = evaluate_rows(pt, np.full(k, i), cands, np.full(k, ev.context[i]),
-                          np.full(k, ev.output_len[i]), inflight=True)
-        assert out[thr, i] == pytest.approx(np.nanmax(np.where(o[fits] == 1, o[thr], np.nan)),
-                                            rel=1e-6)
-        assert used[i] in cands
-        # the largest batch is tight: one more sequence does not fit, or a cap binds
-        over = evaluate_rows(pt, np.array([i]), np.array([big[i] + 1.0]),
-                             ev.context[[i]], ev.output_len[[i]], inflight=True)
-        limit = min(pt.tables.hw[pt.platform[i], HW_MAX_BATCH], cap[i], LARGEST_BATCH)
-        assert over[fits, 0] == 0.0 or big[i] == limit
+    fits, maxc = METRICS.index("fits"), METRICS.index("max_concurrency")
+    free = evaluate_rows(pt, rows, np.full(n, np.inf), ev.context, ev.output_len,
+                         mode=MODE_CONTINUOUS)
+    assert (free[fits] == 1).all()
+    np.testing.assert_array_equal(used, np.minimum(free[maxc], cap))
+    again = evaluate_rows(pt, rows, used, ev.context, ev.output_len, mode=MODE_CONTINUOUS)
+    np.testing.assert_allclose(out, again, rtol=1e-6, equal_nan=True)
+    # one more request than the engine admits waits: the throughput does not rise
+    thr = METRICS.index("throughput")
+    more = evaluate_rows(pt, rows, free[maxc] + 1.0, ev.context, ev.output_len,
+                         mode=MODE_CONTINUOUS)
+    np.testing.assert_allclose(more[thr], free[thr], rtol=1e-6)
 
 
-def test_online_rows_combine_one_request_prefill_and_inflight_decode():
+def test_online_rows_are_continuous_batching_at_their_concurrency_or_rate():
     on = SHIPPED[USABLE & SHIPPED["load"].eq("online").to_numpy()]
     rows = pd.concat([on[on["metric"] == m].head(3) for m in ("e2e_latency", "ttft", "tpot")])
     ev = V.Evaluator(rows)
     out, used = ev.outputs()
-    ttft, tpot, e2e = (METRICS.index(k) for k in ("ttft", "tpot", "e2e_latency"))
-    one = ev.points
-    alone = evaluate_rows(one, np.arange(len(rows)), np.ones(len(rows)), ev.context,
-                          ev.output_len)
-    np.testing.assert_allclose(out[ttft], alone[ttft], rtol=1e-6)
-    np.testing.assert_allclose(out[e2e], out[ttft] + (ev.output_len - 1) * out[tpot], rtol=1e-5)
-    # decode runs at the stated mean concurrency, with the in-flight KV cache
-    dec = evaluate_rows(one, np.arange(len(rows)), ev.batch, ev.context, ev.output_len,
-                        inflight=True)
-    np.testing.assert_allclose(out[tpot], dec[tpot], rtol=1e-6)
-    np.testing.assert_array_equal(used, ev.batch)
+    r = np.arange(len(rows))
+    rated = ev.online & np.isfinite(ev.rate)
+    load = np.where(rated, ev.rate, ev.batch)
+    mode = np.where(rated, MODE_RATE, MODE_CONTINUOUS)
+    again = evaluate_rows(ev.points, r, load, ev.context, ev.output_len, mode=mode)
+    np.testing.assert_allclose(out, again, rtol=1e-6, equal_nan=True)
+    conc = METRICS.index("concurrency")
+    np.testing.assert_array_equal(used, out[conc].astype(np.float64))
+    assert (used[~rated] <= ev.batch[~rated]).all()
 
 
 def test_user_csv_round_trip(tmp_path, capsys):

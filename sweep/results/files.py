@@ -28,7 +28,7 @@ import xarray as xr
 
 from grids.errors import SpecError
 from sweep.results.target import _Atomic, check_output, diagnose_write
-from sweep.results.variables import ONLY_AT_RATE, VARIABLES
+from sweep.results.variables import BATCH_VARIABLES, VARIABLES
 
 #: compression presets (``compression=`` of :class:`ResultWriter`, ``--compression`` of
 #: ``sweep run``); every one is lossless
@@ -92,12 +92,12 @@ class ZarrChunks:
     written (a missing chunk reads as its fill value). Writing a chunk again overwrites it (a
     re-run Dask task is harmless)."""
 
-    def __init__(self, root: str | Path, names=None) -> None:
+    def __init__(self, root: str | Path, names) -> None:
         import numcodecs
 
         self.root = Path(root)
         self.meta = {}
-        for name in (VARIABLES if names is None else names):
+        for name in names:
             meta = json.loads((self.root / name / ".zarray").read_text(encoding="utf-8"))
             codec = numcodecs.get_codec(meta["compressor"]) if meta.get("compressor") else None
             filters = [numcodecs.get_codec(f) for f in meta.get("filters") or []]
@@ -165,8 +165,7 @@ class ResultWriter:
                  compression: str | None = None, metrics: tuple[str, ...] | None = None) -> None:
         path, self.fmt = check_output(path, fmt, overwrite=overwrite)
         #: the metric variables of the file (default: all but the request-rate percentiles)
-        self.metrics = tuple(n for n in VARIABLES if n not in ONLY_AT_RATE) \
-            if metrics is None else tuple(metrics)
+        self.metrics = BATCH_VARIABLES if metrics is None else tuple(metrics)
         self.compression = _check_compression(compression or DEFAULT_COMPRESSION[self.fmt])
         self.dims = dims
         self.shape = tuple(template.sizes[d] for d in dims)
@@ -236,7 +235,7 @@ class ResultWriter:
         ds.to_zarr(self.atomic.tmp, mode="w", compute=False, encoding=enc, consolidated=True,
                    zarr_format=2)
         self._zarr_coords = list(ds.coords)
-        self._zarr = ZarrChunks(self.atomic.tmp)
+        self._zarr = ZarrChunks(self.atomic.tmp, self.metrics)
 
     def write(self, region: tuple[slice, ...], arrays: dict[str, np.ndarray]) -> None:
         nbytes = sum(a.nbytes for a in arrays.values())

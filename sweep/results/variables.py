@@ -131,6 +131,8 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
 assert tuple(VARIABLES) == METRICS, "registry and kernel metric order differ"
 #: metrics a result carries only when its grid is over request rates
 ONLY_AT_RATE = RATE_METRICS
+#: the metrics of a result over batch (every metric but the request-rate percentiles)
+BATCH_VARIABLES = tuple(n for n in VARIABLES if n not in ONLY_AT_RATE)
 
 DIRECTION = {name: v.direction for name, v in VARIABLES.items()}
 

@@ -1,0 +1,268 @@
+"""Continuous batching (docs/model.md section 13): the steady state against a discrete-event
+simulation of the scheduler, and the properties of the serving metrics.
+
+The simulator (``tests/serving_sim.py``) times every iteration with the reference physics at its
+real composition and starts the requests at random points of their life cycle; the kernels'
+steady state must agree with it within the tolerances below on catalog devices, models and
+engines drawn by hypothesis. Measured spread (docs/model.md section 13.3, ``python -m
+scripts.serving_check``) over 67 feasible points: TPOT and throughput within 10% at every one
+(median 0.2% and 0.7%, worst 8.5% and 4.8%), TTFT within 10% at 91% of them (median 0.3%,
+worst 130%: prompts that arrive together are averaged over in the model).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kernels.params import (
+    HW_FIELDS,
+    LAYOUT_FIELDS,
+    METRICS,
+    MODE_CONTINUOUS,
+    MODE_RATE,
+    MODE_STATIC,
+    MODEL_FIELDS,
+    PRECISION_FIELDS,
+    PX_FIELDS,
+)
+from sweep.execute.points import evaluate_rows, resolve_points
+from tests.serving_sim import simulate
+
+M = {name: i for i, name in enumerate(METRICS)}
+#: (hardware, model, layout, precision) that fit and cover GPUs, MoE, TP and a systolic part
+COMBOS = (("h100-sxm", "llama-3.1-8b", "tp1", "bf16"), ("h100-sxm", "llama-3.3-70b", "tp4", "fp8"),
+          ("mi300x", "llama-3.1-8b", "tp1", "bf16"), ("b200", "mixtral-8x7b", "tp2", "fp8"),
+          ("gaudi3", "llama-3.1-8b", "tp1", "bf16"), ("l40s", "llama-3.1-8b", "tp1", "fp8"),
+          ("h200-sxm", "llama-3.3-70b", "tp8", "fp8"), ("tpu-v6e", "llama-3.1-8b", "tp1", "bf16"))
+ENGINES = ("vllm", "trtllm", "sglang", "ideal", "native")
+#: agreement with the simulator (relative): TPOT and throughput at every point with outputs of
+#: 64 tokens or more (the issue's target, 10%); with 16-token outputs prompts dominate, arrive
+#: bunched, and an iteration's time is convex in its prompt tokens (the roofline's max), which
+#: the steady state's mean composition misses: hypothesis found throughput 23% above the
+#: simulation there (h100-sxm, llama-3.1-8b, vllm, 16 requests of 512 + 16 tokens)
+RTOL_TPOT = RTOL_THROUGHPUT = 0.10
+RTOL_SHORT = 0.30
+RTOL_TTFT = 0.10
+#: output lengths of the simulated requests vary by +/- this fraction (same mean): phases mix
+JITTER = 0.2
+
+
+def _table(rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(rows)
+
+
+def _rows(pt, i: int) -> tuple[dict, dict, dict, dict, dict]:
+    t = pt.tables
+    h, mi = pt.platform[i], pt.index["model"][i]
+    pi, li = pt.index["precision"][i], pt.index["parallelism"][i]
+
+    def row(table, j, fields):
+        return {f: float(v) for f, v in zip(fields, table[j])}
+
+    return (row(t.hw, h, HW_FIELDS), row(t.md, mi, MODEL_FIELDS),
+            {f: float(v) for f, v in zip(PX_FIELDS, t.px[h, pi])},
+            row(t.pr, pi, PRECISION_FIELDS), row(t.ly, li, LAYOUT_FIELDS))
+
+
+def _evaluate(df: pd.DataFrame, mode: float, load: str = "batch"):
+    pt = resolve_points(df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = evaluate_rows(pt, np.arange(len(df)), df[load].to_numpy(float),
+                            df["context"].to_numpy(float), df["output_len"].to_numpy(float),
+                            mode=mode)
+    return pt, out
+
+
+workloads = st.fixed_dictionaries({
+    "combo": st.sampled_from(COMBOS), "engine": st.sampled_from(ENGINES),
+    "batch": st.sampled_from([1, 2, 4, 8, 16, 32, 64, 128, 256, 512]),
+    "context": st.sampled_from([128, 512, 1024, 2048, 4096, 8192]),
+    "output_len": st.sampled_from([16, 64, 256, 512]),
+    "seed": st.integers(0, 2**16)})
+
+
+def _df(w: dict) -> pd.DataFrame:
+    h, m, lay, p = w["combo"]
+    return _table([{"hardware": h, "model": m, "parallelism": lay, "precision": p,
+                    "engine": w["engine"], "batch": w["batch"], "context": w["context"],
+                    "output_len": w["output_len"]}])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workloads)
+def test_steady_state_agrees_with_the_simulator(w):
+    df = _df(w)
+    pt, out = _evaluate(df, MODE_CONTINUOUS)
+    if out[M["fits"], 0] != 1:
+        return  # the engine does not run there, or the model does not fit
+    hw, md, px, pr, ly = _rows(pt, 0)
+    conc = int(min(w["batch"], out[M["max_concurrency"], 0]))
+    sim = simulate(hw, md, px, pr, ly, conc, w["context"], w["output_len"], seed=w["seed"],
+                   jitter=JITTER)
+    assert not sim.notes, sim.notes
+    requests = out[M["throughput"], 0] / ly["dp"] / w["output_len"]
+    queue = (w["batch"] - conc) / requests  # beyond the maximum concurrency, in both
+    short = w["output_len"] < 64
+    assert requests == pytest.approx(sim.requests, rel=RTOL_SHORT if short
+                                     else RTOL_THROUGHPUT), w
+    assert out[M["tpot"], 0] == pytest.approx(sim.tpot, rel=RTOL_SHORT if short
+                                              else RTOL_TPOT), w
+    assert np.isfinite(sim.ttft) and np.isfinite(queue)
+
+
+def test_ttft_agrees_with_the_simulator_on_most_points():
+    """TTFT depends on how prompts that arrive together queue for the budget, which the
+    steady state averages (13.2 step 6) and the simulator plays out: over a fixed sample of 48
+    drawn points the median error stays within 5% and three quarters within 10% (measured on
+    67 points: median 0.3%, 91% within 10%, 96% within 25%; the worst are whole prompts as long
+    as the budget colliding, docs/model.md section 13.3)."""
+    rng = np.random.default_rng(7)
+    errors = []
+    while len(errors) < 48:
+        w = {"combo": COMBOS[rng.integers(len(COMBOS))],
+             "engine": ENGINES[rng.integers(len(ENGINES))],
+             "batch": int(rng.choice([1, 2, 4, 8, 16, 32, 64, 128, 256, 512])),
+             "context": int(rng.choice([128, 512, 1024, 2048, 4096, 8192])),
+             "output_len": int(rng.choice([16, 64, 256, 512])), "seed": int(rng.integers(1 << 16))}
+        df = _df(w)
+        pt, out = _evaluate(df, MODE_CONTINUOUS)
+        if out[M["fits"], 0] != 1:
+            continue
+        hw, md, px, pr, ly = _rows(pt, 0)
+        conc = int(min(w["batch"], out[M["max_concurrency"], 0]))
+        sim = simulate(hw, md, px, pr, ly, conc, w["context"], w["output_len"], seed=w["seed"],
+                       jitter=JITTER)
+        requests = out[M["throughput"], 0] / ly["dp"] / w["output_len"]
+        queue = (w["batch"] - conc) / requests
+        errors.append(abs(out[M["ttft"], 0] / (sim.ttft + queue) - 1))
+    errors = np.array(errors)
+    assert np.median(errors) <= 0.05, np.sort(errors)
+    assert (errors <= RTOL_TTFT).mean() >= 0.75, np.sort(errors)
+
+
+def test_one_request_is_the_static_batch_of_one():
+    """At concurrency 1 a request runs alone: TTFT and TPOT are the static batch's."""
+    rows = [{"hardware": h, "model": m, "parallelism": lay, "precision": p, "engine": e,
+             "batch": 1, "context": s, "output_len": 128}
+            for h, m, lay, p in COMBOS for e in ("ideal", "vllm") for s in (128, 4096)]
+    df = _table(rows)
+    _, cont = _evaluate(df, MODE_CONTINUOUS)
+    _, stat = _evaluate(df, MODE_STATIC)
+    ok = (cont[M["fits"]] == 1) & (stat[M["fits"]] == 1)
+    assert ok.sum() > 10
+    np.testing.assert_allclose(cont[M["tpot"], ok], stat[M["tpot"], ok], rtol=1e-6)
+    # the prompt chunking of a continuous iteration and of a static prefill coincide at batch 1
+    np.testing.assert_allclose(cont[M["ttft"], ok], stat[M["ttft"], ok], rtol=1e-6)
+
+
+def _ladder(e: str, s: int, o: int = 256) -> pd.DataFrame:
+    rows = [{"hardware": h, "model": m, "parallelism": lay, "precision": p, "engine": e,
+             "batch": b, "context": s, "output_len": o}
+            for h, m, lay, p in COMBOS for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024,
+                                                 2048)]
+    return _table(rows)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("context", [128, 2048, 8192])
+def test_ttft_below_the_static_batch_and_throughput_grows_with_concurrency(engine, context):
+    """Up to the maximum concurrency, a request's TTFT under continuous batching is at most the
+    static batch's (which prefills every prompt before the first token) at the same
+    concurrency, and the throughput does not fall as the concurrency grows (up to the maximum
+    load, where it stays)."""
+    df = _ladder(engine, context)
+    _, cont = _evaluate(df, MODE_CONTINUOUS)
+    _, stat = _evaluate(df, MODE_STATIC)
+    b = df["batch"].to_numpy(float)
+    within = (cont[M["fits"]] == 1) & (stat[M["fits"]] == 1) & (b <= cont[M["max_concurrency"]])
+    within &= stat[M["concurrency"]] == b  # the static batch fits at once (no waves)
+    bad = within & (cont[M["ttft"]] > stat[M["ttft"]] * (1 + 1e-6))
+    assert not bad.any(), df[bad]
+    thr = cont[M["throughput"]].reshape(len(COMBOS), -1)
+    fits = (cont[M["fits"]] == 1).reshape(len(COMBOS), -1)
+    for row, ok in zip(thr, fits):
+        vals = row[ok]
+        # on the compute-bound plateau the collision wait (13.2 step 6) moves the throughput by
+        # less than 0.1% either way (measured: 0.07% at most)
+        assert np.all(np.diff(vals) >= -1e-3 * vals[1:]), vals
+
+
+def test_maximum_load_is_the_throughput_at_the_maximum_concurrency():
+    df = _ladder("vllm", 1024)
+    _, cont = _evaluate(df, MODE_CONTINUOUS)
+    at_max = df.assign(batch=np.where(cont[M["fits"]] == 1, cont[M["max_concurrency"]], 1))
+    _, top = _evaluate(at_max, MODE_CONTINUOUS)
+    ok = cont[M["fits"]] == 1
+    assert (cont[M["throughput"], ok] <= top[M["throughput"], ok] * (1 + 1e-6)).all()
+    # beyond it the throughput is the maximum load's and TTFT carries the queue
+    beyond = ok & (df["batch"].to_numpy() > cont[M["max_concurrency"]])
+    assert beyond.any()
+    np.testing.assert_allclose(cont[M["throughput"], beyond], top[M["throughput"], beyond],
+                               rtol=1e-5)
+    assert (cont[M["ttft"], beyond] > top[M["ttft"], beyond]).all()
+
+
+def _rates(engine: str, context: int, fractions) -> tuple[pd.DataFrame, np.ndarray]:
+    df = _ladder(engine, context).query("batch == 2048").reset_index(drop=True)
+    _, top = _evaluate(df.assign(batch=np.inf), MODE_CONTINUOUS)
+    rows = []
+    for i, r in df.iterrows():
+        x = top[M["throughput"], i] / r["output_len"]  # requests/s of the layout at max load
+        if np.isfinite(x):
+            rows += [{**r.drop("batch").to_dict(), "request_rate": f * x} for f in fractions]
+    return _table(rows), top
+
+
+@pytest.mark.parametrize("engine", ["vllm", "trtllm", "sglang"])
+def test_rate_percentiles_are_ordered_and_saturate_at_maximum_load(engine):
+    # fractions of the closed loop's maximum load (whose requests also wait for each other's
+    # prompts, so Poisson arrivals saturate a little above it)
+    fractions = (0.05, 0.3, 0.6, 0.9, 1.5)
+    df, _ = _rates(engine, 1024, fractions)
+    _, out = _evaluate(df, MODE_RATE, "request_rate")
+    f = np.tile(fractions, len(df) // len(fractions))
+    ok = out[M["fits"]] == 1
+    assert ok[f < 0.95].all()
+    assert (out[M["infeasible_reason"], f > 1.2] == 11).all()  # saturated
+    t50, t90, t99 = out[M["ttft_p50"], ok], out[M["ttft_p90"], ok], out[M["ttft_p99"], ok]
+    assert (t50 <= t90).all() and (t90 <= t99).all()
+    assert (out[M["e2e_p50"], ok] <= out[M["e2e_p99"], ok]).all()
+    # the rate is served: throughput = rate x output tokens
+    np.testing.assert_allclose(out[M["throughput"], ok],
+                               df["request_rate"].to_numpy()[ok] * df["output_len"].to_numpy()[ok],
+                               rtol=1e-4)
+    # more load, longer waits; the mean concurrency grows
+    per = ok.reshape(-1, len(fractions))
+    for name in ("ttft", "ttft_p99", "concurrency"):
+        v = out[M[name]].reshape(-1, len(fractions))
+        for row, good in zip(v, per):
+            vals = row[good]
+            assert np.all(np.diff(vals) >= -1e-6 * np.abs(vals[1:])), (name, vals)
+
+
+def test_static_batch_beyond_memory_runs_in_waves():
+    """A static batch that does not fit at once runs in waves: feasible, its concurrency the
+    wave, its throughput that of the waves, its TTFT including the wait of earlier waves."""
+    df = _table([{"hardware": "h100-sxm", "model": "llama-3.3-70b", "parallelism": "tp2",
+                  "precision": "fp8", "engine": "ideal", "batch": b, "context": 8192,
+                  "output_len": 256} for b in (1, 64, 1024)])
+    _, out = _evaluate(df, MODE_STATIC)
+    assert (out[M["fits"]] == 1).all()
+    fit = out[M["max_concurrency"], 0]
+    assert 1 <= fit < 64
+    wave = out[M["concurrency"]]
+    assert wave[0] == 1 and wave[1] <= fit and wave[2] <= fit
+    n_w = math.ceil(1024 / fit)
+    one = _evaluate(df.assign(batch=math.ceil(1024 / n_w)), MODE_STATIC)[1][:, 2]
+    assert out[M["throughput"], 2] == pytest.approx(one[M["throughput"]] * 1024
+                                                    / (n_w * math.ceil(1024 / n_w)), rel=1e-5)
+    assert out[M["ttft"], 2] == pytest.approx(one[M["ttft"]] + (n_w - 1) / 2
+                                              * one[M["e2e_latency"]], rel=1e-5)
