@@ -202,6 +202,12 @@ def replicas(ds: xr.Dataset, basis: Basis) -> xr.DataArray | None:
     return n.where(n >= 1)
 
 
+def units_on(basis: Basis, metric: str, units: str) -> str:
+    """Units of ``metric`` (whose grid units are ``units``) on ``basis``: throughputs take the
+    basis' unit, other metrics keep theirs."""
+    return basis.units(units) if metric in EXTENSIVE else units
+
+
 def normalised(ds: xr.Dataset, metric: str, basis: Basis | str | None) -> xr.DataArray:
     """``metric`` at every point on ``basis`` (NaN where infeasible or beyond the budget), with
     the layout dim kept: throughputs normalised per unit or scaled to the budget's replicas,
@@ -210,7 +216,6 @@ def normalised(ds: xr.Dataset, metric: str, basis: Basis | str | None) -> xr.Dat
     da = masked(ds, metric).astype(np.float64)
     n = replicas(ds, basis)
     if metric in EXTENSIVE:
-        units = ds[metric].attrs.get("units", "")
         if n is not None:
             out = da * n
         elif basis.kind == "replica":
@@ -221,7 +226,8 @@ def normalised(ds: xr.Dataset, metric: str, basis: Basis | str | None) -> xr.Dat
             out = 1e3 * da / replica_power(ds, basis)
         else:  # cost, per dollar: R / (USD/s)
             out = da / (replica_rate(ds, basis) / 3600.0)
-        out.attrs = {**ds[metric].attrs, "units": basis.units(units),
+        out.attrs = {**ds[metric].attrs,
+                     "units": units_on(basis, metric, ds[metric].attrs.get("units", "")),
                      "long_name": f"{ds[metric].attrs.get('long_name', metric)}, {basis.label}"}
     else:
         out = da if n is None else da.where(n.notnull())
