@@ -95,6 +95,14 @@ def run_with_stats(spec: Any = None, *, max_memory=DEFAULT_MAX_MEMORY, progress:
     ``published`` (the target's path), so that the caller can say so.
     """
     lock = None
+    if scheduler is not None:  # bad input fails before any cluster starts
+        from sweep.execute.distributed import parse_scheduler
+
+        if output is None:
+            raise SpecError("a distributed run (scheduler=...) needs an output file: pass "
+                            "output=<path> (CLI: -o out.zarr); the result is written by the "
+                            "workers")
+        parse_scheduler(scheduler)
     if output is not None:  # every check of the target before any computation
         output, format = check_output(output, format, overwrite=overwrite)
         if compression is not None and compression not in COMPRESSIONS:
