@@ -4,6 +4,8 @@ values are cut into pieces or in which order they arrive; the summary never read
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -47,7 +49,7 @@ def pieces(draw):
 
 def _split(n: int, cuts: list[int]) -> list[slice]:
     edges = [0, *cuts, n]
-    return [slice(a, b) for a, b in zip(edges, edges[1:]) if b > a]
+    return [slice(a, b) for a, b in itertools.pairwise(edges) if b > a]
 
 
 @given(pieces())
@@ -71,6 +73,7 @@ def test_running_extremes_do_not_depend_on_the_pieces(case):
     # the same figures as the array core's variation and tie rule
     ok = np.isfinite(vals)
     ratio, hi, lo, count = an.variation(vals.T, ok.T, axis=-1)
+    assert np.array_equal(cut.count, count)
     order = np.argsort(labels)
     found = cut.extreme("max")
     if found is None:
@@ -80,8 +83,11 @@ def test_running_extremes_do_not_depend_on_the_pieces(case):
     assert found["median_ratio"] == np.median(ratio[np.isfinite(ratio)])
     i = found["index"][0]
     best = an.extreme_index(vals.T, ok.T, "max", axis=-1, order=order)[i]
+    worst = an.extreme_index(vals.T, ok.T, "min", axis=-1, order=order)[i]
     assert found["best_rank"] == rank[best] and found["best_value"] == hi[i]
+    assert found["worst_rank"] == rank[worst] and found["worst_value"] == lo[i]
     assert found["best_carried"] == carried[best, i]
+    assert found["worst_carried"] == carried[worst, i]
 
 
 # ------------------------------------------------------------------------------ streamed runs

@@ -49,10 +49,11 @@ def wall_line(total: float, startup: float, stats, summary: float) -> str:
     plus the report); it is not counted again in kernel+write."""
     phases = getattr(stats, "phases", None) or {}
     start = f"start-up {startup:.2f} s, " if startup > 0 else ""
+    setup = f"spec and tables {phases['setup']:.2f} s, " if "setup" in phases else ""
     cluster = phases.get("cluster_start", 0.0) + phases.get("cluster_stop", 0.0)
     dask = f"Dask cluster start and stop {cluster:.2f} s, " if cluster > 0 else ""
     work = stats.seconds - phases.get("summary", 0.0)
-    return (f"wall time : {total:.2f} s ({start}{dask}kernel+write {work:.2f} s, "
+    return (f"wall time : {total:.2f} s ({start}{setup}{dask}kernel+write {work:.2f} s, "
             f"{stats.points_per_second:,.0f} points/s; summary {summary:.2f} s)")
 
 
