@@ -202,6 +202,26 @@ def replicas(ds: xr.Dataset, basis: Basis) -> xr.DataArray | None:
     return n.where(n >= 1)
 
 
+def unit_terms(basis: Basis) -> tuple[float, str | None] | None:
+    """A per-unit basis as ``(scale, denominator)``: throughput on it is
+    :func:`per_unit` ``(throughput, denominator, scale)``, the denominator being a metric
+    (``system_power``, ``power``), the layouts' ``devices`` or None (replicas as they are). None
+    for the bases that count replicas within a budget and for ``cost``."""
+    if basis.budget is not None or basis.kind in ("system", "cost"):
+        return None
+    if basis.kind == "power":
+        return 1e3, ("system_power" if basis.boundary == "system" else "power")  # W -> kW
+    return 1.0, ("devices" if basis.kind == "device" else None)
+
+
+def per_unit(values, denominator, scale: float):
+    """A throughput per unit of a basis, ``scale * values / denominator`` (NumPy or xarray;
+    ``denominator`` None: ``values``). The one place the per-unit bases divide."""
+    if denominator is None and scale == 1.0:
+        return values
+    return scale * values / (1.0 if denominator is None else denominator)
+
+
 def units_on(basis: Basis, metric: str, units: str) -> str:
     """Units of ``metric`` (whose grid units are ``units``) on ``basis``: throughputs take the
     basis' unit, other metrics keep theirs."""
@@ -216,14 +236,13 @@ def normalised(ds: xr.Dataset, metric: str, basis: Basis | str | None) -> xr.Dat
     da = masked(ds, metric).astype(np.float64)
     n = replicas(ds, basis)
     if metric in EXTENSIVE:
+        terms = unit_terms(basis)
         if n is not None:
             out = da * n
-        elif basis.kind == "replica":
-            out = da
-        elif basis.kind == "device":
-            out = da / layout_devices(ds)
-        elif basis.kind == "power":
-            out = 1e3 * da / replica_power(ds, basis)
+        elif terms is not None:
+            scale, den = terms
+            out = per_unit(da, None if den is None else layout_devices(ds) if den == "devices"
+                           else replica_power(ds, basis), scale)
         else:  # cost, per dollar: R / (USD/s)
             out = da / (replica_rate(ds, basis) / 3600.0)
         out.attrs = {**ds[metric].attrs,

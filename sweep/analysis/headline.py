@@ -6,30 +6,34 @@ back from the written file cost a second pass over the result, memory beyond the
 an interval after publication in which an interrupt could not be reported truthfully. Instead, a
 run hands every region it evaluates to a :class:`ChunkReducer` (stateless and picklable, so a Dask
 worker can run it next to the data) and merges the small piece it returns into a
-:class:`HeadlineVariation`, whose :meth:`~HeadlineVariation.result` is ready before the result is
+:class:`HeadlineVariation`, whose :meth:`~HeadlineVariation.finish` runs before the result is
 published.
 
 The figures are exact and equal those of :func:`~sweep.analysis.variation.max_variation` on the
-written result: every region goes through the same basis arithmetic (:func:`normalised` on a
-Dataset of the region's arrays), the same best-layout rule (:func:`winner_index`) and the same
-running extremes (:class:`~sweep.analysis.variation.RunningExtremes`), whose max, min, counts
-and tie rules do not depend on the order the pieces arrive in. The median is the median of the
-exact ratio array (one value per workload point), not an estimate. The layouts of the best and
-the worst device are carried with their values, so nothing is read back.
+written result (tests/test_headline.py): each region's values on the basis come from the same
+arithmetic (:func:`~sweep.analysis.basis.per_unit` for the per-unit bases, NumPy on the region's
+arrays; :func:`~sweep.analysis.basis.normalised` on a Dataset of them for the others), the best
+over layouts is a max, and the running extremes
+(:class:`~sweep.analysis.variation.RunningExtremes`) keep max, min, counts and the tie rule
+whatever order the pieces arrive in. The median is that of the exact ratio array (one value per
+workload point), not an estimate. The layouts of the best and the worst device at the peak are
+found at the end from that one point's values, which the run evaluates again (the kernel gives
+a point the same bits whatever chunk it is in).
 
-Memory: the running extremes hold ~40 bytes per workload point (the grid without its hardware and
-layout dims, :attr:`HeadlineVariation.nbytes`); each region is reduced in blocks of
-:attr:`ChunkReducer.bytes_per_point` bytes per point at most.
+Memory: 28 bytes per workload point (the grid without its hardware and layout dims,
+:attr:`HeadlineVariation.nbytes`), and :attr:`ChunkReducer.bytes_per_point` per point of a block.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
+from sweep.analysis import core as an
 from sweep.analysis.basis import (
     DEFAULT_BASIS,
     LAYOUT_DIM,
@@ -37,14 +41,18 @@ from sweep.analysis.basis import (
     needed_variables,
     normalised,
     parse_basis,
+    per_unit,
+    unit_terms,
     units_on,
 )
-from sweep.analysis.select import py_scalar, winner_index
+from sweep.analysis.select import label_order, py_scalar
 from sweep.analysis.variation import RunningExtremes, by_rank, describe, label_ranks
 from sweep.results.variables import DIRECTION, VARIABLES
 
 OVER = "hardware"
 METRIC = "throughput"
+#: a point's metrics over the layouts, ``lookup(hardware index, rest index) -> {name: (L,)}``
+Lookup = Callable[[int, tuple[int, ...]], dict[str, np.ndarray]]
 
 
 @dataclass(frozen=True)
@@ -55,15 +63,15 @@ class ChunkReducer:
     dims: tuple[str, ...]  # the result's dims, hardware first, parallelism last
     ranks: np.ndarray  # rank of each hardware label in sorted order
     layouts: np.ndarray  # parallelism labels
-    layout_coords: dict[str, np.ndarray]  # per-layout coordinates the basis reads (devices)
+    devices: np.ndarray  # devices of each layout (float64)
     metric: str = METRIC
     basis: Basis = field(default_factory=lambda: parse_basis(DEFAULT_BASIS))
     direction: str = "max"
 
-    #: peak bytes per point of a reduction (float64 temporaries of the basis arithmetic and the
-    #: best-layout search; tracemalloc measured 35-36 B on blocks of 2e5 and 1e6 points of a
-    #: 32-device, 14-layout grid), with a margin
-    bytes_per_point = 48
+    #: peak bytes per point of a block (float64 temporaries of the basis arithmetic and the
+    #: masks; tracemalloc: 24.0-24.6 B on blocks of 2e5 and 1e6 points of a 32-device,
+    #: 14-layout grid), with a margin
+    bytes_per_point = 32
 
     @property
     def variables(self) -> tuple[str, ...]:
@@ -71,22 +79,42 @@ class ChunkReducer:
         need = (self.metric, "fits", *needed_variables(self.basis))
         return tuple(dict.fromkeys(need))
 
+    def values(self, arrays: dict[str, np.ndarray]) -> np.ndarray:
+        """The metric on the basis at every point of ``arrays`` (float64, NaN where infeasible),
+        layouts last."""
+        terms = unit_terms(self.basis)
+        if terms is None:  # budgets and cost: through the Dataset arithmetic of normalised()
+            data = {n: (self.dims[-a.ndim:], a, dict(VARIABLES[n].attrs()))
+                    for n, a in arrays.items() if n in self.variables}
+            ds = xr.Dataset(data, coords={LAYOUT_DIM: self.layouts,
+                                          "devices": (LAYOUT_DIM, self.devices)})
+            return np.asarray(normalised(ds, self.metric, self.basis).values)
+        scale, den = terms
+        x = arrays[self.metric]
+        denominator = (None if den is None else self.devices if den == "devices"
+                       else arrays[den].astype(np.float64))
+        v = np.asarray(per_unit(x.astype(np.float64), denominator, scale))  # a new array
+        # feasible: finite and fits (sweep.analysis.feasible.masked)
+        np.putmask(v, ~(np.isfinite(x) & (arrays["fits"] == 1)), np.nan)
+        return v
+
     def __call__(self, arrays: dict[str, np.ndarray], region: tuple[slice, ...]
                  ) -> tuple[tuple[slice, ...], dict[str, np.ndarray]]:
-        """``(rest region, piece)`` of ``arrays`` (``{name: array}`` over the result's dims,
-        as the run writes them) covering ``region`` of the result."""
-        data = {name: (self.dims, arrays[name], dict(VARIABLES[name].attrs()))
-                for name in self.variables}
-        coords = {LAYOUT_DIM: self.layouts,
-                  **{k: (LAYOUT_DIM, v) for k, v in self.layout_coords.items()}}
-        ds = xr.Dataset(data, coords=coords)
-        vals = normalised(ds, self.metric, self.basis)
-        best = (vals.max(LAYOUT_DIM) if self.direction == "max" else vals.min(LAYOUT_DIM))
-        lay = winner_index(vals, LAYOUT_DIM, self.direction)
-        h = region[0]
-        piece = RunningExtremes.piece(best.values, self.ranks[h], len(self.ranks),
-                                      carried=lay.values)
+        """``(rest region, piece)`` of ``arrays`` (``{name: array}`` over the result's dims, as
+        the run writes them) covering ``region`` of the result."""
+        v = self.values(arrays)
+        best = (np.fmax.reduce(v, axis=-1) if self.direction == "max"
+                else np.fmin.reduce(v, axis=-1))  # over layouts, NaN where none is feasible
+        piece = RunningExtremes.piece(best, self.ranks[region[0]], len(self.ranks))
         return tuple(region[1:-1]), piece
+
+    def best_layout(self, arrays: dict[str, np.ndarray]) -> str:
+        """The layout with the best value at one point (``arrays`` over the layouts), ties to
+        the label that sorts first (as :func:`sweep.analysis.choose.best_layout`)."""
+        v = self.values(arrays)
+        i = int(an.extreme_index(v, np.isfinite(v), self.direction,
+                                 order=label_order(self.layouts)))
+        return str(self.layouts[i]) if i >= 0 else ""
 
 
 class HeadlineVariation:
@@ -94,33 +122,35 @@ class HeadlineVariation:
 
     ``template`` is the result without its metrics (coordinates and attributes,
     :func:`sweep.results.assemble.template`). ``skipped`` holds why no figure is computed (fewer
-    than two devices, or the caller's memory budget), else ''."""
+    than two devices, or the run's memory budget), else ''."""
 
     def __init__(self, template: xr.Dataset, metric: str = METRIC,
                  basis: str | Basis = DEFAULT_BASIS) -> None:
+        from grids.spec import DIMS
+
         self.metric = metric
         self.basis = parse_basis(basis)
-        self.dims = _dims_order(template)
+        self.dims = tuple(d for d in DIMS if d in template.dims)
         self.hardware = np.asarray(template[OVER].values)
-        self.layouts = np.asarray(template[LAYOUT_DIM].values)
         self.rest = self.dims[1:-1]
         self.rest_coords = {d: np.asarray(template[d].values) for d in self.rest}
-        ranks = label_ranks(self.hardware)
-        lay_coords = ({"devices": np.asarray(template["devices"].values)}
-                      if "devices" in template.coords else {})
-        self.reducer = ChunkReducer(self.dims, ranks.astype(np.int32), self.layouts, lay_coords,
+        self.reducer = ChunkReducer(self.dims, label_ranks(self.hardware).astype(np.int32),
+                                    np.asarray(template[LAYOUT_DIM].values),
+                                    np.asarray(template["devices"].values, dtype=np.float64),
                                     metric, self.basis, DIRECTION.get(metric, "max"))
-        self.skipped = ("" if len(self.hardware) >= 2 else
-                        "fewer than two devices in the grid")
+        self.skipped = "" if len(self.hardware) >= 2 else "fewer than two devices in the grid"
         self._acc: RunningExtremes | None = None
         self._result: dict[str, Any] | None = None
         self._done = False
 
     @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(v) for v in self.rest_coords.values())
+
+    @property
     def nbytes(self) -> int:
         """Memory of the running extremes [B] (allocated on the first :meth:`merge`)."""
-        n = int(np.prod([len(v) for v in self.rest_coords.values()]))
-        return 0 if self.skipped else 40 * n
+        return 0 if self.skipped else 28 * int(np.prod(self.shape))
 
     def skip(self, why: str) -> None:
         """Compute nothing (``why`` is reported instead of the figure)."""
@@ -131,15 +161,15 @@ class HeadlineVariation:
         if self.skipped:
             return
         if self._acc is None:
-            shape = tuple(len(v) for v in self.rest_coords.values())
-            self._acc = RunningExtremes(shape, len(self.hardware), carry=True)
+            self._acc = RunningExtremes(self.shape, len(self.hardware))
         region, piece = part
         self._acc.merge(piece, region)
 
-    def finish(self) -> dict[str, Any] | None:
+    def finish(self, lookup: Lookup | None = None) -> dict[str, Any] | None:
         """The figure, as :func:`~sweep.analysis.variation.max_variation` returns it (None when
-        no workload point has two devices that fit, or when skipped); frees the running
-        extremes."""
+        no workload point has two devices that fit, or when skipped); ``lookup`` gives the
+        metrics of one (device, workload point) over the layouts, for the two layouts named
+        (without it they are ''). The first call computes it; later calls return it."""
         if self._done:
             return self._result
         self._done = True
@@ -151,27 +181,14 @@ class HeadlineVariation:
             return None
         ranks = self.reducer.ranks
         where = {d: py_scalar(self.rest_coords[d][i]) for d, i in zip(self.rest, found["index"])}
+        picks = {k: int(np.flatnonzero(ranks == found[f"{k}_rank"])[0])
+                 for k in ("best", "worst")}
+        layouts = {f"{k}_layout": (self.reducer.best_layout(lookup(h, found["index"]))
+                                   if lookup is not None else "") for k, h in picks.items()}
         self._result = describe(
             found, metric=self.metric, over=OVER, best_over=(LAYOUT_DIM,),
             basis=self.basis.label, where=where,
             best=by_rank(self.hardware, ranks, found["best_rank"]),
             worst=by_rank(self.hardware, ranks, found["worst_rank"]),
-            units=units_on(self.basis, self.metric, VARIABLES[self.metric].units),
-            best_layout=_label(self.layouts, found["best_carried"]),
-            worst_layout=_label(self.layouts, found["worst_carried"]))
+            units=units_on(self.basis, self.metric, VARIABLES[self.metric].units), **layouts)
         return self._result
-
-    @property
-    def result(self) -> dict[str, Any] | None:
-        return self.finish()
-
-
-def _label(labels: np.ndarray, i: int) -> str:
-    return str(labels[i]) if i >= 0 else ""
-
-
-def _dims_order(template: xr.Dataset) -> tuple[str, ...]:
-    """The result's dims in storage order (the order of ``grids.spec.DIMS``)."""
-    from grids.spec import DIMS
-
-    return tuple(d for d in DIMS if d in template.dims)

@@ -89,7 +89,7 @@ class RunningExtremes:
     sorts first, as in :func:`variation`) and optionally an index *carried* with each value (the
     layout a device reaches it with); and the count of finite values. Merging pieces in any order
     gives the same arrays: max, min, count and the tie rule are exact and order-free. Memory:
-    :attr:`nbytes`, about 40 bytes per rest point."""
+    :attr:`nbytes`: 28 bytes per rest point, 36 with the carried indices."""
 
     def __init__(self, rest_shape: tuple[int, ...], n_labels: int, carry: bool = False) -> None:
         self.shape = tuple(int(x) for x in rest_shape)

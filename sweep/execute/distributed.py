@@ -106,6 +106,12 @@ def _zarr_region_task(gr, chunk, store: str, procs_by_host, reducer=None,
     return chunk.size(gr.shape), _feasible(out), parts
 
 
+def _point_task(gr, names, h: int, rest: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """One (device, workload point) over the layouts (the summary names the best layouts)."""
+    with _KERNEL_LOCK:
+        return gr.point_metrics(names, h, rest)
+
+
 async def _drain(prefix: str, timeout: float, dask_worker=None) -> int:
     """Wait (on a worker's event loop) until none of its running tasks' keys start with
     ``prefix``: a cancelled task keeps running to its end, and may still be writing."""
@@ -296,7 +302,8 @@ def run_distributed(gr, scheduler: str, *, output, fmt=None, plan, progress: boo
                     bar.update(c.size(grid.shape))
             if obs is not None:
                 t1 = time.perf_counter()
-                obs.finish()  # before publishing
+                obs.finish(lambda h, rest: client.submit(  # before publishing
+                    _point_task, gr_f, obs.reducer.variables, h, rest, pure=False).result())
                 summary_s += time.perf_counter() - t1
             writer.close()
             checkpoint()  # a signal that arrived while the result was renamed

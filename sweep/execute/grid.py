@@ -123,6 +123,19 @@ class GridRun:
             parts.append(reducer(sub, self.region(whole)))
         return parts
 
+    def point_metrics(self, names, h: int, rest: tuple[int, ...]) -> dict[str, np.ndarray]:
+        """Some metrics of one (device, workload point) over the layouts, evaluated again:
+        ``rest`` indexes the result's dims between hardware and parallelism (engine, model,
+        batch, context, [output_len], precision). The kernel gives a point the same values in
+        any chunk."""
+        e, m, b, s = rest[:4]
+        o = rest[4] if self.spec.output_len_is_dim else 0
+        c = Chunk(*(slice(i, i + 1) for i in (h, e, m, b, s)))
+        out = self.evaluate(c)
+        if self._dest is not None:  # evaluate() wrote into a lent buffer: keep a copy
+            out = out.copy()
+        return {n: out[METRICS.index(n)][0, 0, 0, 0, 0, o, rest[-1], :] for n in names}
+
     def observe(self, obs, c: Chunk, arrays: dict[str, np.ndarray], block_points: int) -> None:
         """Hand chunk ``c`` (``arrays``: its metrics in the result's dims) to a summary's
         observer (``obs.reducer`` reduces a block, ``obs.merge`` keeps the piece), in blocks of

@@ -234,7 +234,8 @@ def _run_to_file(gr: GridRun, tmpl: xr.Dataset, plan: MemoryPlan, progress: bool
         stream.finish()
         if obs is not None:
             t1 = time.perf_counter()
-            obs.finish()  # before publishing: nothing is left to compute afterwards
+            # before publishing: nothing is left to compute afterwards
+            obs.finish(lambda h, rest: gr.point_metrics(obs.reducer.variables, h, rest))
             summary_s += time.perf_counter() - t1
         writer.close()
         checkpoint()  # a signal that arrived while the result was renamed

@@ -242,7 +242,7 @@ class ResultWriter:
         enc = {}
         compressor = zarr_compressor(self.compression)
         for name, meta in VARIABLES.items():
-            arr = da.zeros(self.shape, dtype=meta.dtype, chunks=self.chunks)
+            arr = da.zeros(self.shape, dtype=meta.dtype, chunks=self.shape)
             lazy[name] = xr.Variable(self.dims, arr, meta.attrs())
             enc[name] = {"chunks": self.chunks, "_FillValue": meta.encoding()["_FillValue"],
                          "compressors": () if compressor is None else (compressor,)}
