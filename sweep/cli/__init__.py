@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         code = getattr(exc, "exit_code", EXIT_INTERRUPTED)
         what = "terminated" if code == 128 + signal.SIGTERM else "interrupted"
-        written = getattr(exc, "published", None)
+        written = getattr(exc, "published", None) or getattr(args, "published", None)
         if written is not None:  # the signal came after the result was renamed onto the target
             sys.stderr.write(f"\nsweep: {what} after the result was written to {str(written)!r}; "
                              f"only its summary was not printed (`sweep info` describes it)\n")
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("SWEEP_DEBUG"):
             raise
-        written = getattr(exc, "published", None)
+        written = getattr(exc, "published", None) or getattr(args, "published", None)
         after = (f" after the result was written to {str(written)!r}" if written is not None
                  else "")
         sys.stderr.write(f"sweep: unexpected error{after}: {type(exc).__name__}: {exc}\n"

@@ -71,7 +71,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from sweep.analysis.headline import HeadlineVariation
     from sweep.cli.summary import run_summary
     from sweep.execute.local import run_with_stats
-    from sweep.execute.signals import guarded, mark_published
+    from sweep.execute.signals import guarded
 
     startup = process_age() if launched_as_cli() else 0.0
     progress = not args.no_progress
@@ -83,17 +83,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
                                   scheduler=args.scheduler, overwrite=args.overwrite,
                                   compression=args.compression, summarise=HeadlineVariation,
                                   reopen=False)
-        try:
-            t1 = time.perf_counter()
-            # the headline was computed from the chunks during the run; its time is part of
-            # the wall time printed, which runs from process start to the report
-            text = run_summary(None, stats, t1 - t0 + startup, args.output)
-            t2 = time.perf_counter()
-            summary = t2 - t1 + stats.phases.get("summary", 0.0)
-            print(with_wall_line(text, wall_line(t2 - t0 + startup, startup, stats, summary)))
-        except BaseException as exc:
-            mark_published(exc, stats.path)
-            raise
+        args.published = stats.path  # for main(): a signal from here on comes after publication
+        t1 = time.perf_counter()
+        # the headline was computed from the chunks during the run; its time is part of the
+        # wall time printed, which runs from process start to the report
+        text = run_summary(None, stats, t1 - t0 + startup, args.output)
+        t2 = time.perf_counter()
+        summary = t2 - t1 + stats.phases.get("summary", 0.0)
+        print(with_wall_line(text, wall_line(t2 - t0 + startup, startup, stats, summary)))
     return EXIT_OK
 
 
