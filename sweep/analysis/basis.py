@@ -214,9 +214,13 @@ def unit_terms(basis: Basis) -> tuple[float, str | None] | None:
     return 1.0, ("devices" if basis.kind == "device" else None)
 
 
-def per_unit(values, denominator, scale: float):
+def per_unit(values, denominator, scale: float, out: np.ndarray | None = None):
     """A throughput per unit of a basis, ``scale * values / denominator`` (NumPy or xarray;
-    ``denominator`` None: ``values``). The one place the per-unit bases divide."""
+    ``denominator`` None: ``values``). The one place the per-unit bases divide. ``out``: a
+    float64 NumPy array to compute in (it may be ``values``)."""
+    if out is not None:
+        np.multiply(values, scale, out=out)
+        return out if denominator is None else np.divide(out, denominator, out=out)
     if denominator is None and scale == 1.0:
         return values
     return scale * values / (1.0 if denominator is None else denominator)

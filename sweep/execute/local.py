@@ -67,8 +67,10 @@ def run(spec: Any = None, *, max_memory: str | int | None = DEFAULT_MAX_MEMORY,
         Lossless compression of ``output`` (default: zlib for netCDF, which every netCDF-4 reader
         can open; zstd for Zarr). See docs/performance.md ("Files") for what each costs.
 
-    SIGINT and SIGTERM stop the run (:class:`sweep.execute.signals.Interrupted`) and leave the previous
-    ``output`` as it was.
+    SIGINT and SIGTERM stop the run (:class:`sweep.execute.signals.Interrupted`) and leave the
+    previous ``output`` as it was; one that arrives once the result is published (while it is
+    reopened) carries ``published`` (the path). A second run to the same ``output`` while this
+    one holds it is refused (:class:`~sweep.results.target.OutputError`).
     """
     ds, _ = run_with_stats(spec, max_memory=max_memory, progress=progress, output=output,
                            format=format, scheduler=scheduler, overwrite=overwrite,
