@@ -105,7 +105,7 @@ CLI_CASES = [
     (["run", "spec-cal.toml"], "unknown engine (did you mean 'trtllm'?)"),
     (["run", "spec-dev.toml"], "differs from the file name 'my-gpu'"),
     (["run", "spec-moe.toml"], "'num_local_experts' = 0"),
-    (["run", "spec-pp.toml"], "from 1 to 65,536"),
+    (["run", "spec-pp.toml"], ">= 1 and <= 65,536"),
     (["run", "spec-chunk.toml"], "prefill_chunk"),
     (["run", "spec-dup.toml"], "duplicate entries ['h100-sxm']"),
     (["run", "spec-key.toml"], "unknown key 'hardwar'"),

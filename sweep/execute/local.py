@@ -87,9 +87,9 @@ def run_with_stats(spec: Any = None, *, max_memory=DEFAULT_MAX_MEMORY, progress:
     ``summarise`` (with ``output``): called with the result's template (coordinates and
     attributes) before the first chunk, it returns an observer (e.g.
     :class:`sweep.analysis.headline.HeadlineVariation`) that is handed every chunk as it is
-    produced (see :func:`observe`) and finished before the result is published; it is
-    ``stats.summary``. ``reopen=False``: do not open the written result (the Dataset returned is
-    None).
+    produced (:meth:`GridRun.observe <sweep.execute.grid.GridRun.observe>`) and finished before
+    the result is published; it is ``stats.summary``. ``reopen=False``: do not open the
+    written result (the Dataset returned is None).
 
     The output is locked (:class:`~sweep.results.target.TargetLock`) from its check to its
     publication: a second run to the same target is refused before it computes anything. An

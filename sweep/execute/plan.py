@@ -124,7 +124,7 @@ class MemoryPlan:
     @classmethod
     def of(cls, budget: int, shape: tuple[int, ...], observer=None) -> MemoryPlan:
         cache = cache_bytes(budget)
-        reserved = {"chunk caches": cache * len(METRICS)}
+        reserved = {"writer caches": cache * len(METRICS)}  # HDF5 chunk caches, Zarr encoding
         inner = math.prod(shape[N_OUTER:])
         block = 0
         if observer is not None and not getattr(observer, "skipped", ""):
