@@ -19,6 +19,19 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 
+def _tell(message):
+    """Print ``message``; pip hides a build's output (the user sees only "still running..."
+    for the minute the kernels compile), so also write it to the terminal, if there is one."""
+    print(message, flush=True)
+    if sys.stdout.isatty():
+        return
+    try:
+        with open("/dev/tty", "w", encoding="utf-8") as tty:
+            tty.write(f"\n{message}\n")
+    except OSError:  # no controlling terminal (CI, a batch job): the log has it
+        pass
+
+
 class BuildPyWithKernelCache(build_py):
     def run(self):
         super().run()
@@ -30,16 +43,16 @@ class BuildPyWithKernelCache(build_py):
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         for name in ("NUMBA_CACHE_DIR", "NUMBA_DISABLE_JIT", "NUMBA_CACHE_LOCATOR_CLASSES"):
             env.pop(name, None)
-        print("accel-sweep: compiling the kernels into the package (~1 min on two cores; "
-              "ACCEL_SWEEP_NO_KERNEL_CACHE=1 skips this)", flush=True)
+        _tell("accel-sweep: compiling the kernels into the package (~1 min on two cores; "
+              "ACCEL_SWEEP_NO_KERNEL_CACHE=1 skips this)")
         t0 = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "kernels"], env=env, cwd=self.build_lib,
                               capture_output=True, text=True)
         if proc.returncode != 0:
-            print(f"accel-sweep: could not build the kernel cache (the kernels will compile on "
-                  f"first use instead):\n{proc.stderr[-2000:]}", flush=True)
+            _tell(f"accel-sweep: could not build the kernel cache (the kernels will compile on "
+                  f"first use instead):\n{proc.stderr[-2000:]}")
             return
-        print(f"accel-sweep: {proc.stdout.strip()} [{time.perf_counter() - t0:.0f} s]", flush=True)
+        _tell(f"accel-sweep: {proc.stdout.strip()} [{time.perf_counter() - t0:.0f} s]")
         # a reused build tree keeps caches of earlier sources: ship only this one
         used = re.search(r"cache: (\S+)", proc.stdout)
         pycache = os.path.join(self.build_lib, "kernels", "__pycache__")

@@ -513,6 +513,10 @@ def load_device(ref: str | Path) -> Device:
     if text.endswith(".toml") or "/" in text or Path(text).suffix:
         path = Path(text)
         raw = _load_toml(path)
+        if raw.get("id") != path.stem:  # as in the catalog: the id names the file
+            raise SpecError(f"{path.name}: id {raw.get('id')!r} differs from the file name "
+                            f"{path.stem!r}; the id of a device file is its name: rename the "
+                            f"file to {raw.get('id')}.toml or set id = {path.stem!r}")
         return parse_device(raw, path.name)
     ids = catalog_ids()
     if text not in ids:

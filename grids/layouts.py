@@ -113,8 +113,8 @@ def parse_layout(name: str) -> Layout:
             if not 0.0 <= val < 1.0:
                 problems.append(f"layout {name!r}: offload fraction must be in [0, 1), got {val:g}")
         elif val != int(val) or not 1 <= val <= MAX_DEGREE:
-            problems.append(f"layout {name!r}: {key} must be a whole number >= 1, got "
-                            f"{m.group('val')}")
+            problems.append(f"layout {name!r}: {key} must be a whole number >= 1 and <= "
+                            f"{MAX_DEGREE:,}, got {m.group('val')}")
         values[key] = val
     if problems:
         raise SpecError(problems)

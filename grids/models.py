@@ -657,6 +657,12 @@ def _read_moe(x: _Ctx) -> _Moe:
     ekey = _first(c, _EXPERT_KEYS)
     E = (_int(c, ekey, p, minimum=0) if ekey else 0) or 0
     if E == 0:
+        kkey = _first(c, _TOPK_KEYS)
+        k_top = c.get(kkey) if kkey else None
+        if ekey and isinstance(k_top, int) and not isinstance(k_top, bool) and k_top > 0:
+            p.append(f"'{kkey}' = {k_top} routes each token to experts, but '{ekey}' = 0: a "
+                     f"MoE model needs at least that many experts, a dense one no '{kkey}' "
+                     f"(or 0)")
         return _Moe()
     k_top = 0
     kkey = _first(c, _TOPK_KEYS)
@@ -790,13 +796,18 @@ def _kinds_from_layer_types(x: _Ctx, L: int) -> _Kinds:
                  f"got {_show(got)}")
         return _Kinds([_FULL] * L)
     kinds = []
+    bad: dict[str, list[int]] = {}  # one problem per unsupported value, naming its layers
     for i, t in enumerate(layer_types):
         if not isinstance(t, str) or t not in _LAYER_TYPES:
-            p.append(f"layer_types[{i}] = {_show(t)} is not supported "
-                     f"(use one of {', '.join(sorted(_LAYER_TYPES))})")
+            bad.setdefault(_show(t), []).append(i)
             kinds.append(_FULL)
         else:
             kinds.append(_LAYER_TYPES[t])
+    for shown, layers in bad.items():
+        at = ", ".join(map(str, layers[:8])) + (", ..." if len(layers) > 8 else "")
+        many = f" ({len(layers)} of {L} layers)" if len(layers) > 1 else ""
+        p.append(f"layer_types[{at}] = {shown} is not supported{many} (use one of "
+                 f"{', '.join(sorted(_LAYER_TYPES))})")
     sliding = "sliding_attention" in layer_types
     chunked = "chunked_attention" in layer_types
     window = 0

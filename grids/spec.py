@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from grids import engines as enginecat
 from grids import hardware as hwcat
 from grids import models as mdcat
@@ -177,11 +179,30 @@ def load_spec(spec: str | Path | dict[str, Any] | GridSpec | None = None) -> Gri
         return spec_from_dict(DEFAULT_SPEC)
     if isinstance(spec, dict):
         return spec_from_dict(spec)
+    if not isinstance(spec, (str, Path)):
+        hint = (" (a list of values belongs under a key: e.g. {'hardware': [...]})"
+                if isinstance(spec, (list, tuple)) else "")
+        raise SpecError(f"a grid spec is a TOML file path, a dict of the same structure or None "
+                        f"(the default grid), got {type(spec).__name__} {spec!r:.60}{hint}")
     path = Path(spec)
     if not path.exists():
         raise SpecError(f"grid spec file {str(path)!r} not found (give a TOML path, or no argument "
                         f"for the built-in default grid)")
     return spec_from_dict(tomlio.load(path), base_dir=path.parent)
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with numpy scalars and arrays, tuples and ranges turned into plain Python numbers
+    and lists (a spec dict built in Python may hold them; TOML has only lists)."""
+    if isinstance(value, dict):
+        return {str(k) if isinstance(k, np.str_) else k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, range)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
 
 
 def _whole(v: Any) -> int | None:
@@ -320,6 +341,7 @@ def _str_list(value: Any, key: str, problems: list[str]) -> list[str]:
     dups = sorted({x for x in out if out.count(x) > 1})
     if dups:
         problems.append(f"{key}: duplicate entries {dups}")
+        out = list(dict.fromkeys(out))  # reported once: not again as ids given twice
     return out
 
 
@@ -328,6 +350,7 @@ def spec_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> GridSpe
     problems: list[str] = []
     if not isinstance(raw, dict):
         raise SpecError(f"a grid spec must be a table/dict, got {type(raw).__name__}")
+    raw = _plain(raw)
     for key in raw:
         if key not in TOP_KEYS:
             problems.append(f"unknown key {key!r}{suggest(key, TOP_KEYS)}")
@@ -367,7 +390,7 @@ def spec_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> GridSpe
                             f"got {cal!r}")
         else:
             try:
-                overlay = tomlio.load(resolve_path(cal, base_dir))
+                overlay = load_overlay(resolve_path(cal, base_dir))
             except SpecError as exc:
                 problems.extend(f"calibration: {p}" for p in exc.problems)
 
@@ -432,10 +455,9 @@ def spec_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> GridSpe
                                 f"{'; '.join(w[0] for w in why)}")
 
     chunk = workload.get("prefill_chunk", DEFAULT_PREFILL_CHUNK)
-    if (isinstance(chunk, bool) or not isinstance(chunk, int) or not
-            1 <= chunk <= AXIS_MAX["context"]):
-        problems.append(f"workload.prefill_chunk: must be a whole number of tokens in [1, "
-                        f"{AXIS_MAX['context']:,}], got {chunk!r}")
+    bad = prefill_chunk_problem(chunk, "workload.prefill_chunk")
+    if bad:
+        problems.append(bad)
         chunk = DEFAULT_PREFILL_CHUNK
     scaling = workload.get("context_scaling", 1.0)
     if (isinstance(scaling, bool) or not isinstance(scaling, (int, float))
@@ -463,6 +485,15 @@ def spec_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> GridSpe
     return spec
 
 
+def prefill_chunk_problem(value: Any, where: str = "prefill_chunk") -> str | None:
+    """What is wrong with a prefill chunk size [token] (a whole number in [1, 2^31]), or None."""
+    v = _plain(value)
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= AXIS_MAX["context"]:
+        return (f"{where}: must be a whole number of tokens in [1, {AXIS_MAX['context']:,}], "
+                f"got {value!r}")
+    return None
+
+
 def _any_engine_pads_heads(devices: list[hwcat.Device], engines: list[Any],
                            overlay: dict[str, Any] | None) -> bool:
     """True if some engine of the grid pads attention heads on some device of it (then a tp that
@@ -476,6 +507,16 @@ def _any_engine_pads_heads(devices: list[hwcat.Device], engines: list[Any],
             if r.supported and r.pads_heads:
                 return True
     return False
+
+
+def load_overlay(path: str | Path) -> dict[str, Any]:
+    """An engine calibration overlay file (``sweep calibrate -o``), parsed and checked whole
+    (every engine section, level and value, :func:`grids.engines.check_overlay`), without its
+    ``[provenance]``: a misspelt section is an error wherever an overlay is read, never ignored."""
+    raw = tomlio.load(Path(path))
+    raw.pop("provenance", None)
+    enginecat.check_overlay(raw)
+    return raw
 
 
 def resolve_path(ref: str, base_dir: Path | None) -> Path:

@@ -139,7 +139,9 @@ def make_result(hardware=("hw-a", "hw-b", "hw-c"), models=("dense-8b", "moe-47b"
     }
     for dim, name, units, long_name in COORDS:
         coords[name] = (dim, np.asarray(per[name]), {"units": units, "long_name": long_name})
-    ds = xr.Dataset(data_vars, coords=coords, attrs={"title": "synthetic accel-sweep result"})
+    # "source" as every result sweep writes carries it (sweep.open refuses files without it)
+    ds = xr.Dataset(data_vars, coords=coords, attrs={"title": "synthetic accel-sweep result",
+                                                     "source": "accel-sweep (synthetic test)"})
     for d in DIM_ATTRS:
         if d in ds.coords:
             ds[d].attrs.update(DIM_ATTRS[d])

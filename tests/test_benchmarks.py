@@ -159,3 +159,23 @@ def test_datasets_with_different_labels_are_compared_on_the_common_ones():
     problems = ci.compare_datasets(before, after, "case", diffs)
     assert any("tpot: 1 of 4 values differ" in p for p in problems)
     assert diffs[("case", "tpot")]["differ"] == 1
+
+
+mb = _load("memory_budget")
+
+
+def test_memory_budget_figure_and_table():
+    """benchmarks/memory_budget.py: memory above the one-point baseline over the budget."""
+    mib = 2**20
+    assert mb.parse_budget("256MiB") == 256 * mib and mb.parse_budget("1G") == 1024 * mib
+    ok = mb.judge(peak=600 * mib, baseline=230 * mib, budget=256 * mib)
+    assert ok["above_baseline_bytes"] == 370 * mib and ok["met"]
+    assert ok["ratio"] == 370 / 256
+    over = mb.judge(peak=700 * mib, baseline=230 * mib, budget=256 * mib)
+    assert not over["met"] and over["ratio"] > mb.TARGET
+    res = {"grid": "linear:2:2", "target": "x", "runs": [
+        {"format": "netcdf", "budget": "256MiB", "wall_s": 1.0, **ok},
+        {"format": "zarr", "budget": "256MiB", "wall_s": 2.0, **over}]}
+    table = mb.markdown(res)
+    assert "| netcdf | 256MiB | 600 MiB | 230 MiB | 1.45x | 1.0 s | met |" in table
+    assert "| zarr | 256MiB | 700 MiB | 230 MiB | 1.84x | 2.0 s | not met |" in table

@@ -235,12 +235,16 @@ def _namespace_ok() -> str:
 FS_REASON = _namespace_ok()
 
 
-def _run_in_small_fs(tmp_path: Path, spec: Path, mount_opts: str, remount_ro: bool = False):
+def _run_in_small_fs(tmp_path: Path, spec: Path, mount_opts: str, remount_ro: bool = False,
+                     command: str | None = None):
+    """``sweep run SPEC -o BOX/out.nc`` (or ``sweep COMMAND``, where ``{box}`` is the mount) with
+    BOX a fresh tmpfs mounted with ``mount_opts``."""
     box = tmp_path / "box"
     box.mkdir()
+    command = (command or f"run {spec} -o {{box}}/out.nc --no-progress").format(box=box)
     script = (f"mount -t tmpfs -o {mount_opts} tmpfs {box} && "
               + (f"mount -o remount,ro {box} && " if remount_ro else "")
-              + f"{sys.executable} -m sweep.cli run {spec} -o {box}/out.nc --no-progress; "
+              + f"{sys.executable} -m sweep.cli {command}; "
               f"echo rc=$?; ls -a {box}")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     return subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True,
@@ -266,3 +270,91 @@ def test_read_only_file_system_is_one_clear_line(tmp_path, spec):
     assert "rc=2" in res.stdout, res.stdout + res.stderr
     assert "not writable" in res.stderr and "Traceback" not in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(bool(FS_REASON), reason=FS_REASON or "ok")
+@pytest.mark.parametrize("command", ["plot {result} -o {{box}}/p.png",
+                                     "calibrate -o {{box}}/c.toml --no-lopo"])
+def test_plot_and_calibrate_into_a_read_only_file_system(tmp_path, spec, command):
+    """Refused before any work, exit 2 (issue 22 item 11: exit 1 before)."""
+    result = tmp_path / "r.nc"
+    assert main(["run", str(spec), "-o", str(result), "--no-progress"]) == 0
+    res = _run_in_small_fs(tmp_path, spec, "size=1m", remount_ro=True,
+                           command=command.format(result=result))
+    assert "rc=2" in res.stdout, res.stdout + res.stderr
+    assert "not writable" in res.stderr and "Traceback" not in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------------------- other outputs
+def _figure():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    return fig
+
+
+@pytest.mark.parametrize("suffix", [".png", ".pdf", ".svg"])
+def test_an_image_replaces_only_an_image_of_ours(tmp_path, suffix):
+    from sweep.analysis import plots
+    from sweep.results.images import is_own_image
+    from sweep.results.target import OutputError
+
+    fig = _figure()
+    ours, theirs = tmp_path / f"ours{suffix}", tmp_path / f"theirs{suffix}"
+    plots.save(fig, ours)
+    assert is_own_image(ours)
+    plots.save(fig, ours)  # our own image is replaced
+    fig.savefig(theirs)  # matplotlib's, not ours
+    before = theirs.read_bytes()
+    assert not is_own_image(theirs)
+    with pytest.raises(OutputError, match="not an image written by sweep"):
+        plots.save(fig, theirs)
+    assert theirs.read_bytes() == before
+    plots.save(fig, theirs, overwrite=True)  # the user's explicit choice
+    assert is_own_image(theirs)
+    assert _leftovers(tmp_path) == []
+
+
+def test_an_interrupted_image_write_leaves_the_previous_image(tmp_path, monkeypatch):
+    from sweep.analysis import plots
+
+    fig = _figure()
+    out = tmp_path / "p.png"
+    plots.save(fig, out)
+    before = out.read_bytes()
+
+    def half(path, **kw):
+        Path(path).write_bytes(b"\x89PNG half")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fig, "savefig", half)
+    with pytest.raises(KeyboardInterrupt):
+        plots.save(fig, out)
+    assert out.read_bytes() == before and _leftovers(tmp_path) == []
+
+
+def test_a_calibration_overlay_replaces_only_an_overlay_of_ours(tmp_path):
+    from sweep.results.target import OutputError
+    from sweep.validate.calibration import is_overlay_file, write_overlay
+
+    text = '[vllm.defaults]\nbandwidth = 0.8\n\n[provenance]\ntool = "sweep calibrate"\n'
+    out = tmp_path / "c.toml"
+    write_overlay(text, out)
+    assert is_overlay_file(out)
+    write_overlay(text.replace("0.8", "0.7"), out)  # its own overlay: replaced
+    assert "0.7" in out.read_text()
+    spec = tmp_path / "s.toml"
+    spec.write_text(SPEC)
+    with pytest.raises(OutputError, match="not a calibration overlay written by sweep"):
+        write_overlay(text, spec)
+    assert spec.read_text() == SPEC
+    with pytest.raises(OutputError, match="does not exist"):
+        write_overlay(text, tmp_path / "nodir" / "c.toml")  # never created
+    assert not (tmp_path / "nodir").exists()
+    write_overlay(text, spec, overwrite=True)
+    assert is_overlay_file(spec) and _leftovers(tmp_path) == []

@@ -85,15 +85,20 @@ def assert_clean(directory: Path, keep: Path) -> None:
 @pytest.mark.parametrize("fmt", ["netcdf", "zarr"])
 @pytest.mark.parametrize("spec", [SPEC, SPEC_SCALAR_OL], ids=["output_len-dim", "output_len-1"])
 def test_identical_to_in_process(cluster, tmp_path, fmt, spec):
+    from sweep.analysis.headline import HeadlineVariation
+    from sweep.analysis.variation import max_variation
+
     out = tmp_path / f"r{SUFFIX[fmt]}"
     ds, stats = run_with_stats(spec, max_memory=TINY, progress=False, output=out,
-                               scheduler=cluster.scheduler_address)
+                               scheduler=cluster.scheduler_address, summarise=HeadlineVariation)
     assert stats.chunks >= 4
     assert stats.points == reference(spec)["ttft"].size
     assert stats.feasible == int((reference(spec)["fits"].values == 1).sum())
     assert_identical(out, spec)
     assert ds["ttft"].shape == reference(spec)["ttft"].shape
     assert_clean(tmp_path, out)
+    # the headline, reduced from the chunks on the workers (Zarr) or the client (netCDF)
+    assert stats.summary.finish() == max_variation(reference(spec), "throughput")
 
 
 class KillOnce(distributed.WorkerPlugin):
@@ -141,12 +146,13 @@ class BrokenRun(GridRun):
 def test_failure_leaves_no_file(cluster, tmp_path, fmt):
     from grids.spec import load_spec
     from sweep.execute.distributed import run_distributed
-    from sweep.execute.plan import parse_memory
+    from sweep.execute.plan import MemoryPlan, parse_memory
 
     out = tmp_path / f"r{SUFFIX[fmt]}"
+    spec = load_spec(SPEC)
     with pytest.raises(RuntimeError, match="boom"):
-        run_distributed(BrokenRun(load_spec(SPEC)), cluster.scheduler_address, output=out,
-                        fmt=fmt, budget=parse_memory(TINY), progress=False)
+        run_distributed(BrokenRun(spec), cluster.scheduler_address, output=out, fmt=fmt,
+                        plan=MemoryPlan.of(parse_memory(TINY), spec.shape), progress=False)
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if TMP_PREFIX in p.name]
 

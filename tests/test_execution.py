@@ -367,6 +367,21 @@ def test_cli_prints_the_real_wall_time(tmp_path, capsys, monkeypatch):
     assert total >= run + summ - 0.02
     assert "start-up" not in line  # main() called in this process: no process start-up to add
     assert total <= elapsed
+    # the parts add up to the whole (to the printing in between)
+    setup = float(line.split("spec and tables")[1].split()[0])
+    assert abs(total - (setup + run + summ)) < 0.05, line
+
+
+def test_wall_line_names_every_part_of_a_distributed_run():
+    from types import SimpleNamespace
+
+    stats = SimpleNamespace(seconds=3.0, points_per_second=10.0,
+                            phases={"setup": 0.5, "cluster_start": 4.0, "cluster_stop": 1.0,
+                                    "summary": 0.25})
+    line = wall_line(10.0, 1.0, stats, 0.3)
+    assert "start-up 1.00 s" in line and "spec and tables 0.50 s" in line
+    assert "Dask cluster start and stop 5.00 s" in line
+    assert "kernel+write 2.75 s" in line and "summary 0.30 s" in line  # not counted twice
 
 
 def test_stats_phases_add_up_for_a_streamed_run(tmp_path):

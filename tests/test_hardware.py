@@ -376,10 +376,14 @@ def test_new_devices_load(dev_id):
 
 def test_load_device_by_id_and_path(tmp_path, catalog):
     assert load_device("h100-sxm") == catalog["h100-sxm"]
-    p = tmp_path / "my-h100.toml"
+    p = tmp_path / "h100-sxm.toml"
     p.write_bytes((hardware_dir() / "h100-sxm.toml").read_bytes())
     dev = load_device(p)
     assert dev.id == "h100-sxm" and dev.peak_flops == catalog["h100-sxm"].peak_flops
+    other = tmp_path / "my-h100.toml"  # the id of a device file is its name
+    other.write_bytes(p.read_bytes())
+    with pytest.raises(SpecError, match="differs from the file name 'my-h100'"):
+        load_device(other)
 
 
 def test_unknown_id_suggests():

@@ -341,6 +341,22 @@ def test_bad_config_lists_every_problem(tmp_path):
         load_model(lt)
 
 
+def test_each_config_problem_is_reported_once():
+    """32 unsupported layer types are one problem naming the layers, not 32 lines; a top-k
+    router without experts is refused (issue 22 items 12, 13)."""
+    cfg = {"hidden_size": 64, "num_hidden_layers": 32, "num_attention_heads": 4,
+           "vocab_size": 10, "max_position_embeddings": 8, "intermediate_size": 128}
+    with pytest.raises(SpecError) as ei:
+        load_model({**cfg, "layer_types": ["mamba"] * 30 + ["bogus", "full_attention"]})
+    assert len(ei.value.problems) == 2
+    assert "layer_types[0, 1, 2, 3, 4, 5, 6, 7, ...] = 'mamba' is not supported (30 of 32" in \
+        ei.value.problems[0]
+    assert "layer_types[30] = 'bogus'" in ei.value.problems[1]
+    with pytest.raises(SpecError, match="'num_local_experts' = 0"):
+        load_model({**cfg, "num_local_experts": 0, "num_experts_per_tok": 2})
+    assert load_model({**cfg, "num_local_experts": 0, "num_experts_per_tok": 0}).n_experts == 0
+
+
 def test_unknown_id_suggests_close_name():
     with pytest.raises(SpecError) as ei:
         load_model("llama-3.1-8")

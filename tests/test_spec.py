@@ -192,14 +192,16 @@ def test_duplicate_references_are_refused(tmp_path):
         load_spec({"hardware": "h100-sxm",
                    "model": ["llama-3.1-8b", str(tmp_path / "llama-3.1-8b" / "config.json")]})
     raw = (load_model_dir().parent / "hardware" / "h100-sxm.toml").read_text()
-    (tmp_path / "h.toml").write_text(raw)
+    (tmp_path / "h100-sxm.toml").write_text(raw)
     with pytest.raises(SpecError, match="'h100-sxm' given twice"):
-        load_spec({"hardware": ["h100-sxm", str(tmp_path / "h.toml")], "model": "llama-3.1-8b"})
+        load_spec({"hardware": ["h100-sxm", str(tmp_path / "h100-sxm.toml")],
+                   "model": "llama-3.1-8b"})
     with pytest.raises(SpecError, match="the name of a catalog device"):
         load_spec({"hardware": ["h100-sxm"], "model": "llama-3.1-8b",
                    "hypothetical": {"mi300x": {"base": "h100-sxm", "tdp": "800 W"}}})
-    with pytest.raises(SpecError, match="'vllm' given twice"):
+    with pytest.raises(SpecError, match=r"duplicate entries \['vllm'\]") as exc:
         load_spec({"hardware": "h100-sxm", "model": "llama-3.1-8b", "engine": ["vllm", "vllm"]})
+    assert len(exc.value.problems) == 1  # one problem, said once
 
 
 def load_model_dir():
@@ -209,13 +211,17 @@ def load_model_dir():
 
 def test_user_hardware_file_relative_to_the_spec_file(tmp_path):
     raw = (load_model_dir().parent / "hardware" / "h100-sxm.toml").read_text()
-    (tmp_path / "mine.toml").write_text(raw.replace('id = "h100-sxm"', 'id = "my-h100"')
-                                        .replace('"3.35 TB/s"', '"5 TB/s"'))
-    (tmp_path / "grid.toml").write_text('hardware = ["mine.toml", "h100-sxm"]\n'
+    (tmp_path / "my-h100.toml").write_text(raw.replace('id = "h100-sxm"', 'id = "my-h100"')
+                                           .replace('"3.35 TB/s"', '"5 TB/s"'))
+    (tmp_path / "grid.toml").write_text('hardware = ["my-h100.toml", "h100-sxm"]\n'
                                         'model = "llama-3.1-8b"\n')
     s = load_spec(tmp_path / "grid.toml")
     assert [d.id for d in s.hardware] == ["my-h100", "h100-sxm"]
     assert s.hardware[0].tiers[0].bandwidth == 5e12
+    # the id of a device file is its name, as in the catalog (docs/catalog.md, 2.7)
+    (tmp_path / "mine.toml").write_text((tmp_path / "my-h100.toml").read_text())
+    with pytest.raises(SpecError, match="differs from the file name 'mine'"):
+        load_spec({"hardware": [str(tmp_path / "mine.toml")], "model": "llama-3.1-8b"})
 
 
 # --- hypothetical devices ----------------------------------------------------------------------

@@ -63,7 +63,7 @@ class Report:
             traceback.print_exc(file=sys.stderr)
 
     def figure(self, fig: Figure, path: Path, alt: str) -> None:
-        save(fig, path)
+        save(fig, path, overwrite=True)  # this study's own figures, committed with its page
         self.figures.append(path)
         self.add(f"![{alt}](figures/{path.name})")
 

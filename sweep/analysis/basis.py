@@ -202,6 +202,36 @@ def replicas(ds: xr.Dataset, basis: Basis) -> xr.DataArray | None:
     return n.where(n >= 1)
 
 
+def unit_terms(basis: Basis) -> tuple[float, str | None] | None:
+    """A per-unit basis as ``(scale, denominator)``: throughput on it is
+    :func:`per_unit` ``(throughput, denominator, scale)``, the denominator being a metric
+    (``system_power``, ``power``), the layouts' ``devices`` or None (replicas as they are). None
+    for the bases that count replicas within a budget and for ``cost``."""
+    if basis.budget is not None or basis.kind in ("system", "cost"):
+        return None
+    if basis.kind == "power":
+        return 1e3, ("system_power" if basis.boundary == "system" else "power")  # W -> kW
+    return 1.0, ("devices" if basis.kind == "device" else None)
+
+
+def per_unit(values, denominator, scale: float, out: np.ndarray | None = None):
+    """A throughput per unit of a basis, ``scale * values / denominator`` (NumPy or xarray;
+    ``denominator`` None: ``values``). The one place the per-unit bases divide. ``out``: a
+    float64 NumPy array to compute in (it may be ``values``)."""
+    if out is not None:
+        np.multiply(values, scale, out=out)
+        return out if denominator is None else np.divide(out, denominator, out=out)
+    if denominator is None and scale == 1.0:
+        return values
+    return scale * values / (1.0 if denominator is None else denominator)
+
+
+def units_on(basis: Basis, metric: str, units: str) -> str:
+    """Units of ``metric`` (whose grid units are ``units``) on ``basis``: throughputs take the
+    basis' unit, other metrics keep theirs."""
+    return basis.units(units) if metric in EXTENSIVE else units
+
+
 def normalised(ds: xr.Dataset, metric: str, basis: Basis | str | None) -> xr.DataArray:
     """``metric`` at every point on ``basis`` (NaN where infeasible or beyond the budget), with
     the layout dim kept: throughputs normalised per unit or scaled to the budget's replicas,
@@ -210,18 +240,17 @@ def normalised(ds: xr.Dataset, metric: str, basis: Basis | str | None) -> xr.Dat
     da = masked(ds, metric).astype(np.float64)
     n = replicas(ds, basis)
     if metric in EXTENSIVE:
-        units = ds[metric].attrs.get("units", "")
+        terms = unit_terms(basis)
         if n is not None:
             out = da * n
-        elif basis.kind == "replica":
-            out = da
-        elif basis.kind == "device":
-            out = da / layout_devices(ds)
-        elif basis.kind == "power":
-            out = 1e3 * da / replica_power(ds, basis)
+        elif terms is not None:
+            scale, den = terms
+            out = per_unit(da, None if den is None else layout_devices(ds) if den == "devices"
+                           else replica_power(ds, basis), scale)
         else:  # cost, per dollar: R / (USD/s)
             out = da / (replica_rate(ds, basis) / 3600.0)
-        out.attrs = {**ds[metric].attrs, "units": basis.units(units),
+        out.attrs = {**ds[metric].attrs,
+                     "units": units_on(basis, metric, ds[metric].attrs.get("units", "")),
                      "long_name": f"{ds[metric].attrs.get('long_name', metric)}, {basis.label}"}
     else:
         out = da if n is None else da.where(n.notnull())

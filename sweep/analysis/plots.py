@@ -16,7 +16,6 @@ with units, log axes where values span decades and a legend naming the devices.
 
 from __future__ import annotations
 
-import os
 import textwrap
 from pathlib import Path
 
@@ -48,7 +47,6 @@ HATCHES = ("", "//", "..", "xx", "\\\\", "oo", "++", "--")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 NONE_COLOR = "#DDDDDD"
 KINDS = ("winner-map", "variation", "pareto", "roofline", "regimes", "serving-front")
-FORMATS = ("png", "pdf", "svg")
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -57,22 +55,13 @@ def style(i: int) -> tuple[str, str, str]:
     return OKABE_ITO[i % 8], HATCHES[(i // 8) % len(HATCHES)], MARKERS[(i // 8) % len(MARKERS)]
 
 
-def save(fig: Figure, path: str | Path, dpi: int = 120) -> Path:
-    """Write ``fig`` to ``path`` (png, pdf or svg from the extension)."""
-    p = Path(path)
-    if not p.parent.exists():
-        raise SpecError(f"output directory {str(p.parent)!r} does not exist")
-    ext = p.suffix.lower().lstrip(".")
-    if ext not in FORMATS:
-        raise SpecError(f"cannot tell the image format of {str(p)!r}: use a file name ending "
-                        f"in {', '.join('.' + f for f in FORMATS)}")
-    tmp = p.with_name(f".{p.name}.sweep-partial")
-    try:
-        fig.savefig(tmp, dpi=dpi, format=ext)
-        os.replace(tmp, p)  # atomic: an interrupted save leaves no half-written image
-    finally:
-        tmp.unlink(missing_ok=True)
-    return p
+def save(fig: Figure, path: str | Path, dpi: int = 120, *, overwrite: bool = False) -> Path:
+    """Write ``fig`` to ``path`` (png, pdf or svg from the extension), atomically; an existing
+    file that is not an image written by sweep is refused unless ``overwrite``
+    (:func:`sweep.results.images.save_figure`)."""
+    from sweep.results.images import save_figure
+
+    return save_figure(fig, path, dpi=dpi, overwrite=overwrite)
 
 
 def _label(ds: xr.Dataset, name: str) -> str:

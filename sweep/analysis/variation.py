@@ -79,6 +79,113 @@ def variation(ds: xr.Dataset, metric: str, over: str = "hardware",
 SLAB_BYTES = 128 << 20
 
 
+class RunningExtremes:
+    """The largest and the smallest finite value across the labels of one dim, kept at every
+    point of the other dims (the *rest*) while the values arrive in pieces: slabs of labels
+    (:func:`max_variation`), or regions of labels x rest as a run produces them
+    (:mod:`sweep.analysis.headline`).
+
+    For each side it keeps the extreme value, the rank of its label (ties go to the label that
+    sorts first, as in :func:`variation`) and optionally an index *carried* with each value (the
+    layout a device reaches it with); and the count of finite values. Merging pieces in any order
+    gives the same arrays: max, min, count and the tie rule are exact and order-free. Memory:
+    :attr:`nbytes`: 28 bytes per rest point, 36 with the carried indices."""
+
+    def __init__(self, rest_shape: tuple[int, ...], n_labels: int, carry: bool = False) -> None:
+        self.shape = tuple(int(x) for x in rest_shape)
+        self.n = int(n_labels)
+        self.carry = carry
+        self.top = {side: np.full(self.shape, -np.inf) for side in ("hi", "lo")}
+        self.pick = {side: np.full(self.shape, self.n, dtype=np.int32) for side in ("hi", "lo")}
+        self.carried = ({side: np.full(self.shape, -1, dtype=np.int32) for side in ("hi", "lo")}
+                        if carry else None)
+        self.count = np.zeros(self.shape, dtype=np.int32)
+
+    @property
+    def nbytes(self) -> int:
+        arrays = [*self.top.values(), *self.pick.values(), self.count,
+                  *(self.carried.values() if self.carried else ())]
+        return sum(a.nbytes for a in arrays)
+
+    @staticmethod
+    def piece(vals: np.ndarray, ranks: np.ndarray, n_labels: int,
+              carried: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """The extremes of one piece: ``vals`` ``(k, *rest)`` of ``k`` labels whose ranks are
+        ``ranks``, optionally with ``carried`` ``(k, *rest)`` int indices."""
+        vals = np.asarray(vals, dtype=np.float64)
+        ok = np.isfinite(vals)
+        r = np.asarray(ranks, dtype=np.int32).reshape((-1,) + (1,) * (vals.ndim - 1))
+        out = {"count": ok.sum(axis=0, dtype=np.int32)}
+        for side, sign in (("hi", 1.0), ("lo", -1.0)):
+            x = np.where(ok, sign * vals, -np.inf)
+            top = x.max(axis=0)
+            cand = np.where(ok & (x == top), r, np.int32(n_labels))
+            pos = cand.argmin(axis=0)[None]  # the lowest rank among the ties
+            out[f"top_{side}"] = top
+            out[f"pick_{side}"] = np.take_along_axis(cand, pos, 0)[0]
+            if carried is not None:
+                out[f"carried_{side}"] = np.take_along_axis(
+                    np.asarray(carried, dtype=np.int32), pos, 0)[0]
+        return out
+
+    def merge(self, piece: dict[str, np.ndarray], region: tuple[slice, ...] = ()) -> None:
+        """Merge a :meth:`piece` computed over ``region`` of the rest (default: all of it)."""
+        self.count[region] += piece["count"]
+        for side in ("hi", "lo"):
+            v, p = self.top[side][region], self.pick[side][region]
+            top, pick = piece[f"top_{side}"], piece[f"pick_{side}"]
+            better = (top > v) | ((top == v) & (pick < p))
+            self.top[side][region] = np.where(better, top, v)
+            self.pick[side][region] = np.where(better, pick, p)
+            if self.carried is not None:
+                c = self.carried[side][region]
+                self.carried[side][region] = np.where(better, piece[f"carried_{side}"], c)
+
+    def add(self, vals: np.ndarray, ranks: np.ndarray, region: tuple[slice, ...] = (),
+            carried: np.ndarray | None = None) -> None:
+        self.merge(self.piece(vals, ranks, self.n, carried), region)
+
+    def extreme(self, direction: str) -> dict[str, Any] | None:
+        """Where the ratio largest / smallest peaks: ``{"ratio", "median_ratio", "points",
+        "index" (into the rest), "best_rank", "worst_rank", "best_value", "worst_value",
+        "best_carried", "worst_carried"}`` (best = the largest value for ``"max"`` metrics);
+        None when no point has two finite values. The median is exact: the median of the ratio
+        over every rest point where it is defined."""
+        hv, lv = self.top["hi"], -self.top["lo"]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = np.where(hv == lv, 1.0, hv / lv)
+        ratio = np.where((self.count >= 2) & (lv >= 0), ratio, np.nan)
+        finite = np.isfinite(ratio)
+        if not finite.any():
+            return None
+        flat = int(np.where(finite, ratio, -np.inf).argmax())
+        idx = np.unravel_index(flat, ratio.shape) if ratio.ndim else ()
+        sides = {"hi": (float(hv[idx]), int(self.pick["hi"][idx])),
+                 "lo": (float(lv[idx]), int(self.pick["lo"][idx]))}
+        best, worst = ("lo", "hi") if direction == "min" else ("hi", "lo")
+        out = {"ratio": float(ratio[idx]), "median_ratio": float(np.median(ratio[finite])),
+               "points": int(finite.sum()), "index": idx,
+               "best_value": sides[best][0], "worst_value": sides[worst][0],
+               "best_rank": sides[best][1], "worst_rank": sides[worst][1]}
+        if self.carried is not None:
+            out["best_carried"] = int(self.carried[best][idx])
+            out["worst_carried"] = int(self.carried[worst][idx])
+        return out
+
+
+def label_ranks(labels: np.ndarray) -> np.ndarray:
+    """The rank of each label in sorted order (:func:`label_order`)."""
+    n = len(labels)
+    rank = np.empty(n, dtype=np.int64)
+    rank[label_order(np.asarray(labels))] = np.arange(n)
+    return rank
+
+
+def by_rank(labels: np.ndarray, rank: np.ndarray, r: int):
+    """The label (its coordinate value) whose rank is ``r``."""
+    return np.asarray(labels)[int(np.flatnonzero(rank == r)[0])]
+
+
 def max_variation(ds: xr.Dataset, metric: str, over: str = "hardware",
                   best_over: Iterable[str] | str | None = None,
                   basis: str | None = DEFAULT_BASIS, *, slab_bytes: int = SLAB_BYTES
@@ -94,7 +201,9 @@ def max_variation(ds: xr.Dataset, metric: str, over: str = "hardware",
     Memory-bounded: ``ds`` (in memory or opened lazily from a file) is read in slabs of the
     ``over`` dim of about ``slab_bytes`` each, keeping a running largest and smallest value (and
     their labels; ties go to the label that sorts first, as in :func:`variation`) at every other
-    point. Reading whole slabs of the leading dim touches every storage chunk once.
+    point (:class:`RunningExtremes`). Reading whole slabs of the leading dim touches every
+    storage chunk once. A run computes the same figure from its chunks as it writes them
+    (:mod:`sweep.analysis.headline`).
     """
     need_dim(ds, over, "over")
     red = default_best_over(ds, best_over, over)
@@ -104,49 +213,26 @@ def max_variation(ds: xr.Dataset, metric: str, over: str = "hardware",
     d = metric_direction(ds, metric, required=False)
     labels = np.asarray(ds[over].values)
     n = len(labels)
-    rank = np.empty(n, dtype=np.int64)
-    rank[label_order(labels)] = np.arange(n)
+    rank = label_ranks(labels)
     rest = [x for x in ds[metric].dims if x != over and x not in red]
     per_label = 8 * int(np.prod([ds.sizes[x] for x in ds[metric].dims if x != over]))
     step = max(1, int(slab_bytes) // max(per_label, 1))
-    hi = lo = None
+    acc = RunningExtremes(tuple(ds.sizes[x] for x in rest), n)
     for s0 in range(0, n, step):
         sl = slice(s0, min(n, s0 + step))
         a = candidates(ds.isel({over: sl}), metric, red, basis=b).transpose(over, *rest)
-        vals = np.asarray(a.values, dtype=np.float64)
-        ok = np.isfinite(vals)
-        r = rank[sl].reshape((-1,) + (1,) * (vals.ndim - 1))
-        for side, sign in (("hi", 1.0), ("lo", -1.0)):
-            x = np.where(ok, sign * vals, -np.inf)
-            top = x.max(axis=0)
-            pick = np.where(ok & (x == top), r, n).min(axis=0)  # lowest rank among the ties
-            if side == "hi":
-                hi = _merge(hi, top, pick, ok.sum(axis=0))
-            else:
-                lo = _merge(lo, top, pick, None)
+        acc.add(a.values, rank[sl])
         coords = a.isel({over: 0}, drop=True).coords
         units = a.attrs.get("units", ds[metric].attrs.get("units", ""))
-    count = hi[2]
-    hv, lv = hi[0], -lo[0]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = np.where(hv == lv, 1.0, hv / lv)
-    ratio = np.where((count >= 2) & (lv >= 0), ratio, np.nan)
-    finite = np.isfinite(ratio)
-    if not finite.any():
+    found = acc.extreme(d)
+    if found is None:
         return None
-    median = float(np.median(ratio[finite]))
-    flat = int(np.where(finite, ratio, -np.inf).argmax())
-    idx = np.unravel_index(flat, ratio.shape) if ratio.ndim else ()
-    where = {x: py_scalar(coords[x].values[i]) for x, i in zip(rest, idx)}
-    by_rank = np.empty(n, dtype=object)
-    by_rank[rank] = [str(v) for v in labels]
-    hi_label, lo_label = by_rank[hi[1][idx]], by_rank[lo[1][idx]]
-    h, lval = float(hv[idx]), float(lv[idx])
-    best_label, worst_label = (lo_label, hi_label) if d == "min" else (hi_label, lo_label)
+    where = {x: py_scalar(coords[x].values[i]) for x, i in zip(rest, found["index"])}
+    best, worst = (by_rank(labels, rank, found[k]) for k in ("best_rank", "worst_rank"))
     layouts = {"best_layout": "", "worst_layout": ""}
     if "parallelism" in red:
         at = ds.sel({k: v for k, v in where.items() if k in ds.dims})
-        for key, label in (("best_layout", best_label), ("worst_layout", worst_label)):
+        for key, label in (("best_layout", best), ("worst_layout", worst)):
             one = at.sel({over: label})
             bl = best_layout(one, metric, b if b is not None else "replica", d)
             rest_red = [x for x in red if x != "parallelism" and x in bl["layout"].dims]
@@ -156,19 +242,18 @@ def max_variation(ds: xr.Dataset, metric: str, over: str = "hardware",
                 pick = (v == (v.max(rest_red) if d == "max" else v.min(rest_red)))
                 lay = lay.where(pick, drop=True).stack(_r=rest_red).isel(_r=0)
             layouts[key] = str(lay.values)
-    return {"ratio": float(ratio[idx]), "metric": metric, "over": over,
-            "best_over": list(red), "basis": b.label if b else "grid values (no basis)",
-            "median_ratio": median, "points": int(finite.sum()),
-            "where": where, "best": best_label, "worst": worst_label,
-            "best_value": lval if d == "min" else h, "worst_value": h if d == "min" else lval,
-            **layouts, "units": units}
+    return describe(found, metric=metric, over=over, best_over=red,
+                    basis=b.label if b else "grid values (no basis)", where=where,
+                    best=best, worst=worst, units=units, **layouts)
 
 
-def _merge(run, top, pick, count):
-    """Running (extreme value, rank of its label, feasible count) merged with one slab's."""
-    if run is None:
-        return top, pick, count
-    v, p, c = run
-    better = (top > v) | ((top == v) & (pick < p))
-    return (np.where(better, top, v), np.where(better, pick, p),
-            None if count is None else c + count)
+def describe(found: dict[str, Any], *, metric: str, over: str, best_over, basis: str,
+             where: dict[str, Any], best, worst, units: str, best_layout: str = "",
+             worst_layout: str = "") -> dict[str, Any]:
+    """The dict :func:`max_variation` returns, from :meth:`RunningExtremes.extreme`."""
+    return {"ratio": found["ratio"], "metric": metric, "over": over,
+            "best_over": list(best_over), "basis": basis,
+            "median_ratio": found["median_ratio"], "points": found["points"],
+            "where": where, "best": str(best), "worst": str(worst),
+            "best_value": found["best_value"], "worst_value": found["worst_value"],
+            "best_layout": best_layout, "worst_layout": worst_layout, "units": units}

@@ -25,8 +25,8 @@ COMMAND_MODULES = ("sweep.cli.run", "sweep.cli.catalog", "sweep.cli.analysis",
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse's own errors are bad input too
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"sweep: error: {message}\n")
+        # one line, as every other bad input (argparse would print its usage block first)
+        sys.stderr.write(f"sweep: error: {message} (`{self.prog} --help` shows the usage)\n")
         sys.exit(EXIT_BAD_INPUT)
 
 
@@ -50,8 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         code = getattr(exc, "exit_code", EXIT_INTERRUPTED)
         what = "terminated" if code == 128 + signal.SIGTERM else "interrupted"
-        sys.stderr.write(f"\nsweep: {what}; the previous output (if any) is unchanged and no "
-                         f"partial result was left\n")
+        written = getattr(exc, "published", None) or getattr(args, "published", None)
+        if written is not None:  # the signal came after the result was renamed onto the target
+            sys.stderr.write(f"\nsweep: {what} after the result was written to {str(written)!r}; "
+                             f"only its summary was not printed (`sweep info` describes it)\n")
+        else:
+            sys.stderr.write(f"\nsweep: {what}; the previous output (if any) is unchanged and "
+                             f"no partial result was left\n")
     except BrokenPipeError:
         code = EXIT_OK
     except ModuleNotFoundError as exc:  # a dependency of the package is missing
@@ -62,7 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("SWEEP_DEBUG"):
             raise
-        sys.stderr.write(f"sweep: unexpected error: {type(exc).__name__}: {exc}\n"
+        written = getattr(exc, "published", None) or getattr(args, "published", None)
+        after = (f" after the result was written to {str(written)!r}" if written is not None
+                 else "")
+        sys.stderr.write(f"sweep: unexpected error{after}: {type(exc).__name__}: {exc}\n"
                          f"(run with SWEEP_DEBUG=1 for a traceback and please report it)\n")
         code = EXIT_ERROR
     return code

@@ -230,8 +230,15 @@ def _cmd_strategies(args: argparse.Namespace, ds) -> int:
     return EXIT_OK
 
 
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from sweep.results.images import check_image_output
+
+    check_image_output(args.output, args.overwrite)  # before opening or drawing anything
+    return _plot(args)
+
+
 @_with_result
-def _cmd_plot(args: argparse.Namespace, ds) -> int:
+def _plot(args: argparse.Namespace, ds) -> int:
     from sweep.analysis import plots
 
     sel = parse_sel(args.sel)
@@ -261,7 +268,7 @@ def _cmd_plot(args: argparse.Namespace, ds) -> int:
             raise SpecError(f"--{opt} does not apply to --kind {kind} (it applies to "
                             f"{', '.join(kinds)})")
     fig = plots.plot(ds, kind, **kw)
-    path = plots.save(fig, args.output)
+    path = plots.save(fig, args.output, overwrite=args.overwrite)
     print(f"wrote {path}")
     return EXIT_OK
 
@@ -360,6 +367,9 @@ def register(subparsers) -> None:
                             "serving-front"),
                    help="figure kind (default winner-map)")
     g.add_argument("-o", "--output", required=True, metavar="FILE.png", help="image file")
+    g.add_argument("--overwrite", action="store_true",
+                   help="replace the image even if it is not one written by sweep (by default "
+                        "only such an image is replaced)")
     g.add_argument("--model", default=None, help="model (default: the first)")
     g.add_argument("--precision", default=None, help="precision (default: the first)")
     g.add_argument("--metric", default=None, help="metric for winner-map/variation "

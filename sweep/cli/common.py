@@ -19,7 +19,11 @@ def parse_sel(items: list[str] | None) -> dict[str, str]:
         dim, eq, value = str(item).partition("=")
         if not eq or not dim.strip() or not value.strip():
             raise SpecError(f"--sel {item!r}: write DIM=VALUE, e.g. --sel model=llama-3.1-8b")
-        out[dim.strip()] = value.strip()
+        dim = dim.strip()
+        if dim in out and out[dim] != value.strip():
+            raise SpecError(f"--sel {dim}= given twice ({out[dim]!r} and {value.strip()!r}): "
+                            f"select one value per dim")
+        out[dim] = value.strip()
     return out
 
 

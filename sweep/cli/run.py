@@ -44,9 +44,16 @@ def process_age() -> float:
 
 
 def wall_line(total: float, startup: float, stats, summary: float) -> str:
-    """The run's real wall time: process start to the printed report, by part."""
+    """The run's real wall time: process start to the printed report, by part. ``summary``: the
+    summary's whole time (computed from the chunks during the run, ``stats.phases["summary"]``,
+    plus the report); it is not counted again in kernel+write."""
+    phases = getattr(stats, "phases", None) or {}
     start = f"start-up {startup:.2f} s, " if startup > 0 else ""
-    return (f"wall time : {total:.2f} s ({start}kernel+write {stats.seconds:.2f} s, "
+    setup = f"spec and tables {phases['setup']:.2f} s, " if "setup" in phases else ""
+    cluster = phases.get("cluster_start", 0.0) + phases.get("cluster_stop", 0.0)
+    dask = f"Dask cluster start and stop {cluster:.2f} s, " if cluster > 0 else ""
+    work = stats.seconds - phases.get("summary", 0.0)
+    return (f"wall time : {total:.2f} s ({start}{setup}{dask}kernel+write {work:.2f} s, "
             f"{stats.points_per_second:,.0f} points/s; summary {summary:.2f} s)")
 
 
@@ -61,23 +68,29 @@ def with_wall_line(text: str, line: str) -> str:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from sweep.analysis.headline import HeadlineVariation
     from sweep.cli.summary import run_summary
     from sweep.execute.local import run_with_stats
+    from sweep.execute.signals import guarded
 
     startup = process_age() if launched_as_cli() else 0.0
     progress = not args.no_progress
     t0 = time.perf_counter()
-    ds, stats = run_with_stats(args.spec, max_memory=args.max_memory, progress=progress,
-                               output=args.output, format=args.format,
-                               scheduler=args.scheduler, overwrite=args.overwrite,
-                               compression=args.compression)
-    with ds:  # close the file handle before exiting
+    # guarded to the end: SIGINT and SIGTERM after the result is published are reported as such
+    with guarded():
+        _, stats = run_with_stats(args.spec, max_memory=args.max_memory, progress=progress,
+                                  output=args.output, format=args.format,
+                                  scheduler=args.scheduler, overwrite=args.overwrite,
+                                  compression=args.compression, summarise=HeadlineVariation,
+                                  reopen=False)
+        args.published = stats.path  # for main(): a signal from here on comes after publication
         t1 = time.perf_counter()
-        # the summary reads the result (in hardware slabs from the file); its time is part of
-        # the wall time printed, which runs from process start to the report
-        text = run_summary(ds, stats, t1 - t0 + startup, args.output)
+        # the headline was computed from the chunks during the run; its time is part of the
+        # wall time printed, which runs from process start to the report
+        text = run_summary(None, stats, t1 - t0 + startup, args.output)
         t2 = time.perf_counter()
-        print(with_wall_line(text, wall_line(t2 - t0 + startup, startup, stats, t2 - t1)))
+        summary = t2 - t1 + stats.phases.get("summary", 0.0)
+        print(with_wall_line(text, wall_line(t2 - t0 + startup, startup, stats, summary)))
     return EXIT_OK
 
 

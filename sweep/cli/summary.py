@@ -10,8 +10,12 @@ from sweep.analysis.basis import DEFAULT_BASIS
 from sweep.analysis.variation import max_variation
 
 
-def run_summary(ds: xr.Dataset, stats, wall: float, output) -> str:
-    dims = " x ".join(f"{d} {n}" for d, n in ds.sizes.items())
+def run_summary(ds: xr.Dataset | None, stats, wall: float, output) -> str:
+    """The report printed after ``sweep run``. The headline comes from the run itself when it
+    computed it from its chunks (``stats.summary``, :mod:`sweep.analysis.headline`), else it is
+    computed from ``ds``."""
+    sizes = getattr(stats, "sizes", None) or (dict(ds.sizes) if ds is not None else {})
+    dims = " x ".join(f"{d} {n}" for d, n in sizes.items())
     feasible = stats.feasible / stats.points if stats.points else 0.0
     lines = [
         f"wrote {output}" if output else "result in memory",
@@ -21,19 +25,32 @@ def run_summary(ds: xr.Dataset, stats, wall: float, output) -> str:
         f"{stats.points_per_second:,.0f} points/s)",
         f"feasible  : {feasible:.1%} of points fit",
     ]
-    lines += headline_lines(ds)
+    obs = getattr(stats, "summary", None)
+    if obs is not None:
+        lines += _headline(obs.finish(), obs.skipped, output)
+    elif ds is not None:
+        lines += headline_lines(ds)
     return "\n".join(lines)
 
 
 def headline_lines(ds: xr.Dataset, basis: str = DEFAULT_BASIS) -> list[str]:
     """The run's headline: how far apart the devices are, on a fair basis (each device at its
-    best layout; docs/analysis.md, "Comparison bases")."""
+    best layout; docs/analysis.md, "Comparison bases"), computed from a result."""
     if ds.sizes.get("hardware", 0) < 2 or "throughput" not in ds.data_vars:
         return []
     try:
         hv = max_variation(ds, "throughput", "hardware", basis=basis)
     except SpecError as exc:  # a result without the variables of the basis
         return [f"variation : not computed on the {basis!r} basis ({exc})"]
+    return _headline(hv)
+
+
+def _headline(hv: dict | None, skipped: str = "", output=None) -> list[str]:
+    if skipped:
+        if "fewer than two" in skipped:
+            return []
+        return [f"variation : not computed during the run ({skipped}); "
+                f"`sweep variation {output or 'OUT'}` computes it from the file"]
     if not hv:
         return ["variation : no workload point has two devices that fit"]
     where = ", ".join(f"{k}={v}" for k, v in hv["where"].items())

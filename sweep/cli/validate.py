@@ -53,8 +53,12 @@ def _overlay(args: argparse.Namespace) -> tuple[dict[str, Any] | None, str]:
 def _cmd_validate(args: argparse.Namespace) -> int:
     from sweep import validate as V
 
-    if args.plot and not str(args.plot).lower().endswith(".png"):
-        raise SpecError(f"--plot {args.plot!r}: give a .png file name")
+    if args.plot:
+        from sweep.results.images import check_image_output
+
+        if not str(args.plot).lower().endswith(".png"):
+            raise SpecError(f"--plot {args.plot!r}: give a .png file name")
+        check_image_output(args.plot, args.overwrite)  # before any work
     df = V.read_measurements(args.data)
     overlay, which = _overlay(args)
     res = V.compare(df, overlay=overlay)
@@ -63,7 +67,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     if args.plot:
         base = V.compare(df, overlay={}) if overlay != {} else None
         V.parity_plot(res, args.plot, title="calibrated" if overlay != {} else "uncalibrated",
-                      compare_with=base)
+                      compare_with=base, overwrite=args.overwrite)
     if args.json:
         out = V.report_json(res, include_rows=args.rows, data=_rel(data),
                             data_sha256=V.file_sha256(data), model=which, targets=V.TARGETS)
@@ -108,14 +112,10 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         raise SpecError(f"--f-scale must be > 0, got {args.f_scale}")
     if args.prior_weight < 0:
         raise SpecError(f"--prior-weight must be >= 0, got {args.prior_weight}")
-    output = Path(args.output)
-    if C.inside_installation(output):
-        raise SpecError(f"-o {output}: refusing to write into the installed package "
-                        f"({output.resolve().parent}); write the overlay to a path of your own and "
-                        f"pass it to `sweep validate --calibration FILE` or a spec's "
-                        f"`calibration = \"FILE\"`")
-    if output.suffix != ".toml":
-        raise SpecError(f"-o {output}: the overlay is a .toml file")
+    if args.max_nfev < 1:
+        raise SpecError(f"--max-nfev must be >= 1 (function evaluations per fitted unit), got "
+                        f"{args.max_nfev}")
+    output = C.check_overlay_output(args.output, args.overwrite)  # before any fitting
     df = V.read_measurements(args.data)
     quiet = args.json
     say = (lambda m: None) if quiet else (lambda m: print(f"  {m}", flush=True))
@@ -157,7 +157,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     summary = {"before": summary_line(before), "after": summary_line(after),
                "leave_one_publisher_out": lopo or None}
     C.write_overlay(C.overlay_toml(cal, data_path=data, command=command, summary=summary),
-                    output)
+                    output, overwrite=args.overwrite)
     if args.json:
         print(json.dumps({
             "output": str(output), "command": command,
@@ -256,6 +256,9 @@ def register(subparsers) -> None:
     v.add_argument("--json", action="store_true", help="print a JSON report")
     v.add_argument("--plot", default=None, metavar="FILE.png",
                    help="write a log-log parity plot (uncalibrated and calibrated panels)")
+    v.add_argument("--overwrite", action="store_true",
+                   help="replace --plot even if it is not an image written by sweep (by default "
+                        "only such an image is replaced)")
     v.set_defaults(func=_cmd_validate)
 
     c = subparsers.add_parser(
@@ -277,5 +280,8 @@ def register(subparsers) -> None:
                    help="function evaluations per fitted unit (default 100)")
     c.add_argument("--no-lopo", action="store_true",
                    help="skip the leave-one-publisher-out check")
+    c.add_argument("--overwrite", action="store_true",
+                   help="replace -o even if it is not an overlay written by sweep calibrate (by "
+                        "default only such an overlay is replaced)")
     c.add_argument("--json", action="store_true", help="print a JSON report")
     c.set_defaults(func=_cmd_calibrate)

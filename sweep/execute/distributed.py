@@ -84,15 +84,18 @@ def _chunk_arrays_task(gr, chunk, procs_by_host):
     return gr.chunk_arrays(chunk, out), _feasible(out)
 
 
-def _zarr_region_task(gr, chunk, store: str, procs_by_host) -> tuple[int, int]:
+def _zarr_region_task(gr, chunk, store: str, procs_by_host, reducer=None,
+                      block_points: int = 0) -> tuple[int, int, list]:
     """Zarr: evaluate a chunk and write it to its region of the store; returns (points, feasible
-    points).
+    points, the pieces of the summary's ``reducer`` for the chunk, reduced here next to the data).
 
     The region covers whole storage chunks and is overwritten, so running this twice is harmless.
     """
     from sweep.results.files import ZarrChunks
 
     out = _evaluate(gr, chunk, procs_by_host)
+    parts = ([] if reducer is None else
+             gr.reduce(reducer, chunk, gr.metric_views(out, reducer.variables), block_points))
     arrays = gr.chunk_arrays(chunk, out)
     if not (Path(store) / ".zgroup").exists():
         raise RuntimeError(f"zarr store {store} is gone (run aborted?)")
@@ -100,7 +103,13 @@ def _zarr_region_task(gr, chunk, store: str, procs_by_host) -> tuple[int, int]:
     region = gr.region(chunk)
     for name, arr in arrays.items():
         chunks.write(name, region, arr)
-    return chunk.size(gr.shape), _feasible(out)
+    return chunk.size(gr.shape), _feasible(out), parts
+
+
+def _point_task(gr, names, h: int, rest: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """One (device, workload point) over the layouts (the summary names the best layouts)."""
+    with _KERNEL_LOCK:
+        return gr.point_metrics(names, h, rest)
 
 
 async def _drain(prefix: str, timeout: float, dask_worker=None) -> int:
@@ -196,20 +205,23 @@ def _wait_for_workers(client, timeout: float = 60.0) -> int:
 
 
 # ------------------------------------------------------------------------------ the run
-def run_distributed(gr, scheduler: str, *, output, fmt=None, budget: int, progress: bool = True,
-                    overwrite: bool = False, compression: str | None = None):
+def run_distributed(gr, scheduler: str, *, output, fmt=None, plan, progress: bool = True,
+                    overwrite: bool = False, compression: str | None = None, tmpl=None):
     """Evaluate ``gr`` (a :class:`sweep.execute.grid.GridRun`) on a Dask cluster and write it to ``output``.
 
-    Returns ``(dataset opened lazily from output, RunStats)``; RunStats.seconds counts from the
-    moment the cluster is connected (cluster start-up excluded) to the published file.
+    ``plan``: the run's :class:`~sweep.execute.plan.MemoryPlan` (chunk size, caches and the
+    summary's observer, which sees every chunk: reduced on the workers for Zarr, on the client
+    for netCDF); ``tmpl``: the result's template. Returns ``(None, RunStats)``; RunStats.seconds
+    counts from the moment the cluster is connected (cluster start-up excluded, in the phase
+    ``cluster_start``) to the published file.
     """
     from distributed import as_completed
 
     from sweep.execute.grid import RunStats
-    from sweep.execute.plan import BYTES_PER_POINT, cache_bytes, plan_chunks, zarr_chunks
-    from sweep.execute.signals import checkpoint
+    from sweep.execute.plan import plan_chunks, zarr_chunks
+    from sweep.execute.signals import checkpoint, mark_published
     from sweep.results.assemble import result_dims, result_metrics, template
-    from sweep.results.files import ResultWriter, open_result
+    from sweep.results.files import ResultWriter
     from sweep.results.target import infer_format
 
     if output is None:
@@ -219,18 +231,22 @@ def run_distributed(gr, scheduler: str, *, output, fmt=None, budget: int, progre
     fmt = infer_format(output, fmt)
     grid = gr.spec
     total = grid.n_points
-    max_points = max(1, budget // (2 * BYTES_PER_POINT))
+    max_points = plan.chunk_points
+    obs = plan.observing
+    tmpl = template(grid) if tmpl is None else tmpl
+    t_start = time.perf_counter()
 
     with _client(scheduler) as client:
         n_threads = _wait_for_workers(client)
         by_host = _procs_by_host(client)
         t0 = time.perf_counter()
-        writer = ResultWriter(output, template(grid), result_dims(grid), fmt,
+        writer = ResultWriter(output, tmpl, result_dims(grid), fmt,
                               write_shape=gr.write_shape(plan_chunks(grid.shape, max_points)[0]),
-                              cache_bytes=cache_bytes(budget), overwrite=overwrite,
+                              cache_bytes=plan.cache_bytes, overwrite=overwrite,
                               before_publish=checkpoint, compression=compression,
                               metrics=result_metrics(grid))
         feasible = 0
+        summary_s = 0.0
         bar = Progress(total, enabled=progress)
         futures: list = []
         try:
@@ -238,13 +254,17 @@ def run_distributed(gr, scheduler: str, *, output, fmt=None, budget: int, progre
             if fmt == "zarr":
                 store = str(Path(writer.atomic.tmp).resolve())
                 chunks = zarr_chunks(grid.shape, writer.chunks, max_points)
-                futures = [client.submit(_zarr_region_task, gr_f, c, store, by_host, retries=2,
-                                         pure=False) for c in chunks]
+                reducer = obs.reducer if obs is not None else None
+                futures = [client.submit(_zarr_region_task, gr_f, c, store, by_host, reducer,
+                                         plan.block_points, retries=2, pure=False)
+                           for c in chunks]
                 for fut in as_completed(futures):
                     checkpoint()
-                    points, fits = fut.result()
+                    points, fits, parts = fut.result()
                     fut.release()
                     feasible += fits
+                    for part in parts:
+                        obs.merge(part)
                     bar.update(points)
             else:
                 chunks = plan_chunks(grid.shape, max_points)
@@ -273,19 +293,37 @@ def run_distributed(gr, scheduler: str, *, output, fmt=None, budget: int, progre
                     futures.remove(fut)
                     if todo:
                         submit_next(ac)
+                    if obs is not None:
+                        t1 = time.perf_counter()
+                        gr.observe(obs, c, {n: arrays[n] for n in obs.reducer.variables},
+                                   plan.block_points)
+                        summary_s += time.perf_counter() - t1
                     writer.write(gr.region(c), arrays)
                     del arrays
                     bar.update(c.size(grid.shape))
+            if obs is not None:
+                t1 = time.perf_counter()
+                obs.finish(lambda h, rest: client.submit(  # before publishing
+                    _point_task, gr_f, obs.reducer.variables, h, rest, pure=False).result())
+                summary_s += time.perf_counter() - t1
             writer.close()
-        except BaseException:
+            checkpoint()  # a signal that arrived while the result was renamed
+        except BaseException as exc:
             with contextlib.suppress(Exception):
                 client.cancel(futures)
-            if fmt == "zarr":  # tasks already running finish their write before we delete
+            if fmt == "zarr" and not writer.published:  # running tasks finish their write
                 with contextlib.suppress(Exception):
                     client.run(_drain, _zarr_region_task.__name__, DRAIN_TIMEOUT)
             writer.abort()
+            if writer.published:
+                mark_published(exc, output)
             raise
         finally:
             bar.close()
         seconds = time.perf_counter() - t0
-    return open_result(output), RunStats(total, seconds, len(chunks), Path(output), feasible)
+    phases = {"cluster_start": t0 - t_start, "cluster_stop": time.perf_counter() - t0 - seconds}
+    if obs is not None:
+        phases["summary"] = summary_s
+    return None, RunStats(total, seconds, len(chunks), Path(output), feasible, phases,
+                          summary=plan.observer, memory=plan,
+                          sizes={d: tmpl.sizes[d] for d in result_dims(grid)})

@@ -12,7 +12,7 @@ import numpy as np
 
 from grids.spec import GridSpec
 from kernels.params import METRICS
-from sweep.execute.plan import N_OUTER, Chunk
+from sweep.execute.plan import N_OUTER, Chunk, plan_chunks
 from sweep.execute.tables import build_tables
 from sweep.results.assemble import metric_arrays, result_metrics
 
@@ -103,6 +103,48 @@ class GridRun:
                              int8_out=int8_buffers, metrics=result_metrics(self.spec))
 
 
+    def metric_views(self, out: np.ndarray, names) -> dict[str, np.ndarray]:
+        """Some metrics of a chunk's kernel output, as views in the result's dims (float32; the
+        int8 flags uncast): what a :class:`~sweep.analysis.headline.ChunkReducer` reads."""
+        drop = not self.spec.output_len_is_dim
+        return {n: out[METRICS.index(n)][:, :, :, :, :, 0] if drop else out[METRICS.index(n)]
+                for n in names}
+
+    def reduce(self, reducer, c: Chunk, arrays: dict[str, np.ndarray],
+               block_points: int) -> list:
+        """``reducer(arrays, region)`` over chunk ``c`` in blocks of at most ``block_points``
+        points (whole inner blocks; cut along the outer dims as chunks are), so its temporaries
+        stay small; returns the pieces. ``arrays`` are the chunk's metrics in the result's dims."""
+        shape = tuple(sl.stop - sl.start for sl in c.slices) + tuple(self.shape[N_OUTER:])
+        parts = []
+        for b in plan_chunks(shape, block_points):
+            sub = {n: a[b.slices] for n, a in arrays.items()}
+            whole = Chunk(*(slice(o.start + s.start, o.start + s.stop)
+                            for o, s in zip(c.slices, b.slices)))
+            parts.append(reducer(sub, self.region(whole)))
+        return parts
+
+    def point_metrics(self, names, h: int, rest: tuple[int, ...]) -> dict[str, np.ndarray]:
+        """Some metrics of one (device, workload point) over the layouts, evaluated again:
+        ``rest`` indexes the result's dims between hardware and parallelism (engine, model,
+        batch, context, [output_len], precision). The kernel gives a point the same values in
+        any chunk."""
+        e, m, b, s = rest[:4]
+        o = rest[4] if self.spec.output_len_is_dim else 0
+        c = Chunk(*(slice(i, i + 1) for i in (h, e, m, b, s)))
+        out = self.evaluate(c)
+        if self._dest is not None:  # evaluate() wrote into a lent buffer: keep a copy
+            out = out.copy()
+        return {n: out[METRICS.index(n)][0, 0, 0, 0, 0, o, rest[-1], :] for n in names}
+
+    def observe(self, obs, c: Chunk, arrays: dict[str, np.ndarray], block_points: int) -> None:
+        """Hand chunk ``c`` (``arrays``: its metrics in the result's dims) to a summary's
+        observer (``obs.reducer`` reduces a block, ``obs.merge`` keeps the piece), in blocks of
+        at most ``block_points`` points."""
+        for part in self.reduce(obs.reducer, c, arrays, block_points):
+            obs.merge(part)
+
+
 FITS = METRICS.index("fits")
 
 
@@ -122,6 +164,12 @@ class RunStats:
     #: "buffer_wait" / "final_write_wait" (the run waiting for the writer thread: a free buffer,
     #: the last writes), "writer_busy" (the writer thread's own busy time, which overlaps the rest)
     phases: dict[str, float] = field(default_factory=dict)
+    #: the observer that computed the run's summary from its chunks (``summarise=`` of
+    #: :func:`sweep.execute.local.run_with_stats`), and how the memory budget was spent
+    summary: object | None = None
+    memory: object | None = None
+    #: the result's dims and their sizes, in storage order
+    sizes: dict[str, int] | None = None
 
     @property
     def points_per_second(self) -> float:

@@ -7,6 +7,7 @@ a file, written to its region at once. A Dask cluster runs the same chunks: :mod
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +23,19 @@ from sweep.execute.memory import populated_empty
 from sweep.execute.plan import (
     BYTES_PER_POINT,
     DEFAULT_MAX_MEMORY,
-    cache_bytes,
+    MemoryPlan,
     parse_memory,
     plan_chunks,
     zarr_chunks,
 )
 from sweep.execute.progress import Progress
-from sweep.execute.signals import checkpoint, guarded
+from sweep.execute.signals import checkpoint, guarded, mark_published
 from sweep.results.assemble import build_dataset, result_dims, result_metrics, template
 from sweep.results.files import COMPRESSIONS, ResultWriter, open_result
-from sweep.results.target import check_output
+from sweep.results.target import TargetLock, check_output
+
+#: ``summarise=`` of :func:`run_with_stats`: the result's template -> an observer of the chunks
+Summarise = Callable[[xr.Dataset], Any]
 
 
 def run(spec: Any = None, *, max_memory: str | int | None = DEFAULT_MAX_MEMORY,
@@ -63,8 +67,10 @@ def run(spec: Any = None, *, max_memory: str | int | None = DEFAULT_MAX_MEMORY,
         Lossless compression of ``output`` (default: zlib for netCDF, which every netCDF-4 reader
         can open; zstd for Zarr). See docs/performance.md ("Files") for what each costs.
 
-    SIGINT and SIGTERM stop the run (:class:`sweep.execute.signals.Interrupted`) and leave the previous
-    ``output`` as it was.
+    SIGINT and SIGTERM stop the run (:class:`sweep.execute.signals.Interrupted`) and leave the
+    previous ``output`` as it was; one that arrives once the result is published (while it is
+    reopened) carries ``published`` (the path). A second run to the same ``output`` while this
+    one holds it is refused (:class:`~sweep.results.target.OutputError`).
     """
     ds, _ = run_with_stats(spec, max_memory=max_memory, progress=progress, output=output,
                            format=format, scheduler=scheduler, overwrite=overwrite,
@@ -74,38 +80,85 @@ def run(spec: Any = None, *, max_memory: str | int | None = DEFAULT_MAX_MEMORY,
 
 def run_with_stats(spec: Any = None, *, max_memory=DEFAULT_MAX_MEMORY, progress: bool = True,
                    output=None, format=None, scheduler=None, overwrite: bool = False,
-                   compression: str | None = None) -> tuple[xr.Dataset, RunStats]:
+                   compression: str | None = None, summarise: Summarise | None = None,
+                   reopen: bool = True) -> tuple[xr.Dataset | None, RunStats]:
+    """:func:`run`, also returning the run's :class:`~sweep.execute.grid.RunStats`.
+
+    ``summarise`` (with ``output``): called with the result's template (coordinates and
+    attributes) before the first chunk, it returns an observer (e.g.
+    :class:`sweep.analysis.headline.HeadlineVariation`) that is handed every chunk as it is
+    produced (:meth:`GridRun.observe <sweep.execute.grid.GridRun.observe>`) and finished before
+    the result is published; it is ``stats.summary``. ``reopen=False``: do not open the
+    written result (the Dataset returned is None).
+
+    The output is locked (:class:`~sweep.results.target.TargetLock`) from its check to its
+    publication: a second run to the same target is refused before it computes anything. An
+    exception raised after the result was published (an interrupt) carries the attribute
+    ``published`` (the target's path), so that the caller can say so.
+    """
+    lock = None
+    if scheduler is not None:  # bad input fails before any cluster starts
+        from sweep.execute.distributed import parse_scheduler
+
+        if output is None:
+            raise SpecError("a distributed run (scheduler=...) needs an output file: pass "
+                            "output=<path> (CLI: -o out.zarr); the result is written by the "
+                            "workers")
+        parse_scheduler(scheduler)
     if output is not None:  # every check of the target before any computation
         output, format = check_output(output, format, overwrite=overwrite)
         if compression is not None and compression not in COMPRESSIONS:
             raise SpecError(f"unknown compression {compression!r}: use one of "
                             f"{', '.join(COMPRESSIONS)}")
-    grid = load_spec(spec)
-    budget = parse_memory(max_memory)
-    with guarded():
-        return _run(grid, budget, progress, output, format, scheduler, overwrite, compression)
+        lock = TargetLock.acquire(output)
+    t_enter = time.perf_counter()
+    try:
+        grid = load_spec(spec)
+        budget = parse_memory(max_memory)
+        with guarded():
+            ds, stats = _run(grid, budget, progress, output, format, scheduler, overwrite,
+                             compression, summarise)
+            # what the run's own clock leaves out: the spec, the tables, the plan (and the
+            # cluster's start and stop, which a distributed run times itself)
+            cluster = stats.phases.get("cluster_start", 0.0) + stats.phases.get("cluster_stop",
+                                                                                0.0)
+            stats.phases["setup"] = max(0.0, time.perf_counter() - t_enter - stats.seconds
+                                        - cluster)
+            if output is not None and reopen:
+                try:
+                    ds = open_result(output)
+                except BaseException as exc:
+                    mark_published(exc, output)
+                    raise
+            return (ds if reopen or output is None else None), stats
+    finally:
+        if lock is not None:
+            lock.release()
 
 
 def _run(grid: GridSpec, budget: int, progress: bool, output, format, scheduler, overwrite,
-         compression=None) -> tuple[xr.Dataset, RunStats]:
+         compression=None, summarise: Summarise | None = None
+         ) -> tuple[xr.Dataset | None, RunStats]:
     gr = GridRun(grid)
     total = grid.n_points
-    if scheduler is not None:
-        from sweep.execute.distributed import run_distributed
-
-        return run_distributed(gr, scheduler, output=output, fmt=format, budget=budget,
-                               progress=progress, overwrite=overwrite,
-                               compression=compression)
     if output is None and total * BYTES_PER_POINT > budget:
         raise SpecError(
             f"the grid has {total:,} points needing "
             f"{format_quantity(total * BYTES_PER_POINT, 'bytes')} in memory, more than "
             f"max_memory={format_quantity(budget, 'bytes')}: pass output=<file> (CLI: -o) to "
             f"stream it to disk, or raise max_memory")
-    chunks = plan_chunks(grid.shape, budget // (2 * BYTES_PER_POINT))
     if output is None:
-        return _run_in_memory(gr, chunks, progress)
-    return _run_to_file(gr, chunks, progress, output, format, budget, overwrite, compression)
+        return _run_in_memory(gr, plan_chunks(grid.shape, budget // (2 * BYTES_PER_POINT)),
+                              progress)
+    tmpl = template(grid, engines=gr.engines, costs=gr.costs)
+    plan = MemoryPlan.of(budget, grid.shape, summarise(tmpl) if summarise else None)
+    if scheduler is not None:
+        from sweep.execute.distributed import run_distributed
+
+        return run_distributed(gr, scheduler, output=output, fmt=format, plan=plan,
+                               progress=progress, overwrite=overwrite, compression=compression,
+                               tmpl=tmpl)
+    return _run_to_file(gr, tmpl, plan, progress, output, format, overwrite, compression)
 
 
 def _run_in_memory(gr: GridRun, chunks: list, progress: bool) -> tuple[xr.Dataset, RunStats]:
@@ -140,11 +193,12 @@ def _run_in_memory(gr: GridRun, chunks: list, progress: bool) -> tuple[xr.Datase
                         phases={"kernel": kernel_s, "assemble": seconds - kernel_s})
 
 
-def _run_to_file(gr: GridRun, chunks: list, progress: bool, output, format, budget: int,
-                 overwrite: bool, compression: str | None = None
-                 ) -> tuple[xr.Dataset, RunStats]:
+def _run_to_file(gr: GridRun, tmpl: xr.Dataset, plan: MemoryPlan, progress: bool, output,
+                 format, overwrite: bool, compression: str | None = None
+                 ) -> tuple[None, RunStats]:
     """Chunks are evaluated into two reused buffers and written by a writer thread
-    (:class:`sweep.execute.stream.ChunkStream`) while the next chunk is computed."""
+    (:class:`sweep.execute.stream.ChunkStream`) while the next chunk is computed; the summary's
+    observer sees each chunk on this thread in between."""
     from sweep.execute.stream import ChunkStream
 
     grid = gr.spec
@@ -152,16 +206,17 @@ def _run_to_file(gr: GridRun, chunks: list, progress: bool, output, format, budg
     bar = Progress(total, enabled=progress)
     t0 = time.perf_counter()
     stream = None
-    kernel_s = 0.0
-    writer = ResultWriter(output, template(grid, engines=gr.engines, costs=gr.costs),
-                          result_dims(grid), format,
-                          write_shape=gr.write_shape(chunks[0]), cache_bytes=cache_bytes(budget),
+    kernel_s = summary_s = 0.0
+    obs = plan.observing
+    first = plan_chunks(grid.shape, plan.chunk_points)[0]
+    writer = ResultWriter(output, tmpl, result_dims(grid), format,
+                          write_shape=gr.write_shape(first), cache_bytes=plan.cache_bytes,
                           overwrite=overwrite, before_publish=checkpoint,
                           compression=compression, metrics=result_metrics(grid))
     try:  # from here on an interrupt or error removes the partial file (writer.abort below)
         # pieces made of whole storage chunks: no write straddles one (a straddled chunk goes
         # through zarr-python's read-modify-write path; every write of a 1e8-point run did)
-        chunks = zarr_chunks(grid.shape, writer.chunks, budget // (2 * BYTES_PER_POINT))
+        chunks = zarr_chunks(grid.shape, writer.chunks, plan.chunk_points)
         stream = ChunkStream(writer, gr, max(c.size(grid.shape) for c in chunks),
                              n_buffers=min(2, len(chunks)))
         with gr.writing_into(stream.dest):
@@ -170,20 +225,37 @@ def _run_to_file(gr: GridRun, chunks: list, progress: bool, output, format, budg
                 out = gr.evaluate(c)
                 kernel_s += time.perf_counter() - t1
                 checkpoint()
+                if obs is not None:
+                    t1 = time.perf_counter()
+                    gr.observe(obs, c, gr.metric_views(out, obs.reducer.variables),
+                               plan.block_points)
+                    summary_s += time.perf_counter() - t1
                 stream.submit(c, out)
                 del out
                 bar.update(c.size(grid.shape))
         stream.finish()
+        if obs is not None:
+            t1 = time.perf_counter()
+            # before publishing: nothing is left to compute afterwards
+            obs.finish(lambda h, rest: gr.point_metrics(obs.reducer.variables, h, rest))
+            summary_s += time.perf_counter() - t1
         writer.close()
-    except BaseException:
+        checkpoint()  # a signal that arrived while the result was renamed
+    except BaseException as exc:
         if stream is not None:
             stream.abort()
         writer.abort()
+        if writer.published:
+            mark_published(exc, output)
         raise
     finally:
         bar.close()
     seconds = time.perf_counter() - t0
     phases = {"kernel": kernel_s - stream.buffer_wait, "buffer_wait": stream.buffer_wait,
               "final_write_wait": stream.finish_wait, "writer_busy": stream.write_seconds}
-    stats = RunStats(total, seconds, len(chunks), Path(output), stream.feasible, phases)
-    return open_result(output), stats
+    if obs is not None:
+        phases["summary"] = summary_s
+    stats = RunStats(total, seconds, len(chunks), Path(output), stream.feasible, phases,
+                     summary=plan.observer, memory=plan,
+                     sizes={d: tmpl.sizes[d] for d in result_dims(grid)})
+    return None, stats

@@ -101,3 +101,49 @@ def zarr_chunks(shape: tuple[int, ...], storage: tuple[int, ...], max_points: in
               for d, s in enumerate(c.slices)]
         out.append(Chunk(*sl))
     return out
+
+
+@dataclass
+class MemoryPlan:
+    """How a streamed run spends its ``--max-memory`` budget [B]: the two chunk buffers, the
+    HDF5 chunk caches and, when a summary is computed from the chunks, its running extremes and
+    the blocks it reduces at a time (``reserved`` names every part set aside before the chunk
+    buffers). The summary gets at most a quarter of the budget; an ``observer`` that needs more
+    is skipped (it says why), so the run still stays within the budget."""
+
+    budget: int
+    chunk_points: int
+    cache_bytes: int
+    block_points: int = 0
+    observer: object | None = None
+    reserved: dict[str, int] | None = None
+
+    #: largest share of the budget the summary may take
+    SUMMARY_SHARE = 4
+
+    @classmethod
+    def of(cls, budget: int, shape: tuple[int, ...], observer=None) -> MemoryPlan:
+        cache = cache_bytes(budget)
+        reserved = {"writer caches": cache * len(METRICS)}  # HDF5 chunk caches, Zarr encoding
+        inner = math.prod(shape[N_OUTER:])
+        block = 0
+        if observer is not None and not getattr(observer, "skipped", ""):
+            per_point = observer.reducer.bytes_per_point
+            block = max(inner, budget // (4 * cls.SUMMARY_SHARE * per_point))
+            need = observer.nbytes + block * per_point
+            if need > budget // cls.SUMMARY_SHARE:
+                observer.skip(f"it needs {need / 2**20:,.0f} MiB, more than a quarter of the "
+                              f"memory budget ({budget / 2**20:,.0f} MiB, --max-memory)")
+                block = 0
+            else:
+                reserved["summary"] = need
+        free = max(budget - sum(reserved.values()), budget // 2)
+        return cls(budget, max(1, free // (2 * BYTES_PER_POINT)), cache, block, observer,
+                   reserved)
+
+    @property
+    def observing(self):
+        """The summary's observer, if it is computed (None when there is none or it was
+        skipped)."""
+        obs = self.observer
+        return obs if obs is not None and not getattr(obs, "skipped", "") else None

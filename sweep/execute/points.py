@@ -11,9 +11,11 @@ values, so the point-list kernel is compiled for one signature only) and calls i
 
 from __future__ import annotations
 
+import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,6 +35,7 @@ from grids.spec import (
     DEFAULT_PREFILL_CHUNK,
     RATE_DIM,
     RATE_MAX,
+    prefill_chunk_problem,
 )
 from kernels.params import METRICS, MODE_CONTINUOUS, MODE_RATE, MODE_STATIC, RATE_METRICS
 from sweep.execute.tables import Tables, build_tables
@@ -107,11 +110,22 @@ def resolve_points(table: pd.DataFrame, loaders: dict[str, Callable[[str], Any]]
     objects: dict[str, list[Any]] = {}
     index: dict[str, np.ndarray] = {}
     for axis, loader in loaders.items():
-        col = (table[axis] if axis in table.columns
-               else pd.Series(DEFAULT_ENGINE, index=table.index)).astype(str)
+        raw = table[axis] if axis in table.columns else pd.Series(DEFAULT_ENGINE,
+                                                                   index=table.index)
+        empty = raw.isna().to_numpy()
+        if empty.any():
+            rows = table.index[empty].tolist()
+            shown = ", ".join(map(str, rows[:5])) + (", ..." if len(rows) > 5 else "")
+            problems.append(f"{axis}: rows {shown} have no value (None/NaN); give a {axis} "
+                            f"for every row")
+            raw = raw.where(~empty, "")
+        col = raw.astype(str)
         values = [str(v) for v in pd.unique(col)]
         objs = []
         for v in values:
+            if v == "" and empty.any():
+                objs.append(None)  # reported above
+                continue
             try:
                 objs.append(loader(v))
             except SpecError as exc:
@@ -214,13 +228,15 @@ def _modes(table: pd.DataFrame, at_rate: bool, problems: list[str]) -> np.ndarra
     return col.map(_MODE_OF).fillna(MODE_CONTINUOUS).to_numpy(np.float64)
 
 
-def evaluate(table: pd.DataFrame, *, prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
-             calibration: dict[str, Any] | None = None, cost: Any = None) -> pd.DataFrame:
+def evaluate(table: pd.DataFrame | Mapping[str, Any] | list, *,
+             prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
+             calibration: dict[str, Any] | str | Path | None = None,
+             cost: Any = None) -> pd.DataFrame:
     """Evaluate arbitrary points with the same physics as :func:`sweep.run`.
 
     Parameters
     ----------
-    table : pandas.DataFrame
+    table : pandas.DataFrame (or a dict of columns, one row as a dict, a list of row dicts)
         Columns ``hardware, model, context, output_len, precision, parallelism``, the load
         (``batch`` [requests in flight per replica, or sequences of a static batch], or
         ``request_rate`` [requests per second arriving at the layout]), and optionally ``engine``
@@ -230,9 +246,11 @@ def evaluate(table: pd.DataFrame, *, prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
         are passed through untouched (with a warning naming them and the known columns, in case
         one is a misspelling).
     prefill_chunk : int
-        Tokens per prefill pass [token] where the engine has no chunk size of its own.
-    calibration : dict, optional
-        An engine calibration overlay (parsed TOML); default the shipped one.
+        Tokens per prefill pass [token] where the engine has no chunk size of its own: a whole
+        number in [1, 2^31], as ``[workload] prefill_chunk`` of a grid spec.
+    calibration : path or dict, optional
+        An engine calibration overlay: its TOML file (``sweep calibrate -o``) or the parsed
+        tables; checked whole either way. Default the shipped one; ``{}`` none.
     cost : grids.prices.CostSpec, optional
         Price basis of the cost metrics (default: cloud prices).
 
@@ -242,6 +260,11 @@ def evaluate(table: pd.DataFrame, *, prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
         A copy of ``table`` with one column per metric (see the glossary; the latency
         percentiles with ``request_rate``) and ``batch_used`` (requests running at once).
     """
+    table = as_table(table)
+    bad = prefill_chunk_problem(prefill_chunk, "evaluate: prefill_chunk")
+    if bad:
+        raise SpecError(bad)
+    calibration = as_overlay(calibration)
     if "parallelism" not in table.columns and "layout" in table.columns:
         raise SpecError("evaluate: the layout column is called 'parallelism' (as the result's "
                         "dim); rename 'layout' to 'parallelism'")
@@ -268,7 +291,8 @@ def evaluate(table: pd.DataFrame, *, prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
     nums, is_max = _numbers(table, load, problems)
     modes = _modes(table, at_rate, problems)
     try:
-        pt = resolve_points(table, overlay=calibration, cost=cost, prefill_chunk=prefill_chunk)
+        pt = resolve_points(table, overlay=calibration, cost=cost,
+                            prefill_chunk=int(prefill_chunk))
     except SpecError as exc:
         raise SpecError([*exc.problems, *problems], "evaluate") from None
     if problems:
@@ -287,3 +311,41 @@ def evaluate(table: pd.DataFrame, *, prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
         result[name] = col
     result["batch_used"] = used
     return result
+
+
+def as_table(table: Any) -> pd.DataFrame:
+    """The points of :func:`evaluate` as a DataFrame: a DataFrame as it is, a dict of columns
+    (or of one row's scalars), a list of row dicts."""
+    if isinstance(table, pd.DataFrame):
+        return table
+    try:
+        if isinstance(table, Mapping):
+            if all(np.ndim(v) == 0 for v in table.values()):
+                return pd.DataFrame([dict(table)])  # one row
+            return pd.DataFrame(dict(table))
+        if isinstance(table, (list, tuple)) and all(isinstance(r, Mapping) for r in table):
+            return pd.DataFrame(list(table))
+    except ValueError as exc:  # e.g. columns of different lengths
+        raise SpecError(f"evaluate: cannot make a table of the points: {exc}") from None
+    raise SpecError(f"evaluate: give the points as a pandas DataFrame (or a dict of columns, a "
+                    f"list of row dicts), got {type(table).__name__}")
+
+
+def as_overlay(calibration: Any) -> dict[str, Any] | None:
+    """``calibration=`` of :func:`evaluate`: None (the shipped overlay), a path of an overlay
+    file, or its parsed tables; checked whole."""
+    from grids.engines import check_overlay
+    from grids.spec import load_overlay
+
+    if calibration is None:
+        return None
+    if isinstance(calibration, (str, os.PathLike)):
+        if not Path(calibration).is_file():
+            raise SpecError(f"evaluate: calibration file {str(calibration)!r} not found")
+        return load_overlay(calibration)
+    if isinstance(calibration, Mapping):
+        calibration = {k: v for k, v in calibration.items() if k != "provenance"}
+        check_overlay(calibration)
+        return calibration
+    raise SpecError(f"evaluate: calibration must be the path of an overlay file or its parsed "
+                    f"tables (dict), got {type(calibration).__name__}")

@@ -15,6 +15,9 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+from pathlib import Path
+
+from sweep.results.target import publishing_now
 
 #: signals a guarded run turns into :class:`Interrupted`
 HANDLED = (signal.SIGINT, signal.SIGTERM)
@@ -37,7 +40,17 @@ class Interrupted(KeyboardInterrupt):
 
 def _handler(signum, frame) -> None:
     _pending.append(signum)
+    if publishing_now():  # the rename of a result: checkpoint() raises it right after
+        return
     raise Interrupted(signum)
+
+
+def mark_published(exc: BaseException, output) -> BaseException:
+    """``exc`` with the attribute ``published`` = the target's path: the result was published
+    before ``exc`` was raised (the CLI then says so instead of "unchanged")."""
+    with contextlib.suppress(AttributeError, TypeError):
+        exc.published = Path(output)  # type: ignore[attr-defined]
+    return exc
 
 
 def checkpoint() -> None:

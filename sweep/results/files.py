@@ -27,7 +27,7 @@ import numpy as np
 import xarray as xr
 
 from grids.errors import SpecError
-from sweep.results.target import _Atomic, check_output, diagnose_write
+from sweep.results.target import RESULT_MARK, _Atomic, check_output, diagnose_write
 from sweep.results.variables import BATCH_VARIABLES, VARIABLES
 
 #: compression presets (``compression=`` of :class:`ResultWriter`, ``--compression`` of
@@ -52,6 +52,24 @@ def netcdf_compression(name: str) -> dict[str, object]:
         "none": {"compression": None},
     }
     return presets[_check_compression(name)]
+
+
+#: smallest storage chunk [B] given to HDF5's Blosc filter (lz4). The filter fails a write
+#: ("Buffer is uncompressible", then "NetCDF: HDF error") when the compressed chunk with Blosc's
+#: 16-byte header is not smaller than the chunk, which tiny chunks never are: float32 chunks of
+#: 128 values and int8 chunks of 256 failed, 256 and 1,024 passed (netCDF4 1.7, random values);
+#: 4 KiB leaves a margin
+BLOSC_MIN_CHUNK_BYTES = 4096
+
+
+def _fit_codec(codec: dict[str, object], chunks: tuple[int, ...], dtype: np.dtype
+               ) -> dict[str, object]:
+    """The netCDF compression of one variable: ``codec``, except that chunks too small for the
+    Blosc filter are stored uncompressed (see :data:`BLOSC_MIN_CHUNK_BYTES`)."""
+    small = int(np.prod(chunks)) * dtype.itemsize < BLOSC_MIN_CHUNK_BYTES
+    if small and str(codec.get("compression", "")).startswith("blosc"):
+        return {"compression": None}
+    return codec
 
 
 def zarr_compressor(name: str):
@@ -202,7 +220,8 @@ class ResultWriter:
         for name in self.metrics:
             meta = VARIABLES[name]
             enc = meta.encoding(self.chunks)
-            v = nc.createVariable(name, np.dtype(enc["dtype"]), self.dims, **codec,
+            dtype = np.dtype(enc["dtype"])
+            v = nc.createVariable(name, dtype, self.dims, **_fit_codec(codec, self.chunks, dtype),
                                   chunksizes=enc["chunksizes"],
                                   fill_value=enc["_FillValue"] if enc["_FillValue"] is not None
                                   else False)
@@ -227,7 +246,7 @@ class ResultWriter:
         compressor = zarr_compressor(self.compression)
         for name in self.metrics:
             meta = VARIABLES[name]
-            arr = da.zeros(self.shape, dtype=meta.dtype, chunks=self.chunks)
+            arr = da.zeros(self.shape, dtype=meta.dtype, chunks=self.shape)
             lazy[name] = xr.Variable(self.dims, arr, meta.attrs())
             enc[name] = {"chunks": self.chunks, "_FillValue": meta.encoding()["_FillValue"],
                          "compressors": () if compressor is None else (compressor,)}
@@ -270,6 +289,11 @@ class ResultWriter:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+    @property
+    def published(self) -> bool:
+        """True once the result is under the target name."""
+        return self.atomic.published
 
     def close(self) -> None:
         """Finish and publish the file under the target name."""
@@ -335,7 +359,12 @@ def write_dataset(ds: xr.Dataset, path: str | Path, fmt: str | None = None, *,
 
 def open_result(path: str | Path, **kwargs) -> xr.Dataset:
     """Open a result (netCDF or Zarr), lazily; ``bound``/``fits`` stay int8 CF flag variables
-    (decode them to strings with :func:`flag_labels`)."""
+    (decode them to strings with :func:`flag_labels`). A file that ``sweep`` did not write (no
+    global attribute ``source = "accel-sweep ..."``) is refused with one clear error: the
+    analyses need the variables and coordinates of a result."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise SpecError(f"open: give the path of a result file (str or Path), got "
+                        f"{type(path).__name__} {path!r}")
     p = Path(path)
     if not p.exists():
         raise SpecError(f"result {str(p)!r} not found")
@@ -344,8 +373,16 @@ def open_result(path: str | Path, **kwargs) -> xr.Dataset:
             ds = xr.open_zarr(p, **kwargs)
         else:
             ds = xr.open_dataset(p, engine="netcdf4", **kwargs)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise SpecError(f"cannot open {str(p)!r} as a sweep result: {exc}") from exc
+    source = str(ds.attrs.get("source", ""))
+    if not source.startswith(RESULT_MARK):
+        ds.close()
+        what = "a Zarr store" if p.is_dir() else "a netCDF file"
+        found = f"its 'source' attribute is {source!r}" if source else "it has no 'source' attribute"
+        raise SpecError(f"{str(p)!r} is {what} but not a result written by sweep ({found}, "
+                        f"not 'accel-sweep ...'); write one with `sweep run -o`, or open this "
+                        f"file with xarray.open_dataset / xarray.open_zarr")
     return ds
 
 

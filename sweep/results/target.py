@@ -17,6 +17,7 @@ import shutil
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar
 
 from grids.errors import SpecError
 
@@ -112,6 +113,108 @@ def check_output(path: str | Path, fmt: str | None = None, *, overwrite: bool = 
     return target, fmt
 
 
+#: suffix of the lock file a run holds on its target (``.<target name>.sweep-lock``)
+LOCK_SUFFIX = ".sweep-lock"
+
+
+class TargetLock:
+    """An exclusive lock on an output path, held from the check of the target until the result
+    is published: a second run to the same target is refused at once (before it computes
+    anything), naming the run that holds it, instead of racing it to the rename.
+
+    The lock is ``fcntl.flock`` on ``.<target name>.sweep-lock`` beside the target (any process on
+    the machine sees it; on network file systems flock may be local to each client). A lock file
+    left by a killed run is not held and is taken over; the file is removed on release. Within
+    one process the lock is re-entrant (a run's writer and the run share it)."""
+
+    _held: ClassVar[dict[str, TargetLock]] = {}
+
+    def __init__(self, target: str | Path) -> None:
+        self.target = Path(target)
+        self.path = self.target.parent / f".{self.target.name}{LOCK_SUFFIX}"
+        self.key = os.path.realpath(self.path)
+        self._fd: int | None = None
+        self._depth = 0
+
+    @classmethod
+    def acquire(cls, target: str | Path) -> TargetLock:
+        """The lock of ``target``, taken (or the one this process holds already)."""
+        lock = cls(target)
+        held = cls._held.get(lock.key)
+        if held is not None:
+            held._depth += 1
+            return held
+        lock._take()
+        lock._depth = 1
+        cls._held[lock.key] = lock
+        return lock
+
+    def _take(self) -> None:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            return
+        for _ in range(10):  # retry when the file was replaced under us (see below)
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+            except OSError as exc:
+                raise OutputError(f"cannot write in {str(self.path.parent)!r}: "
+                                  f"{exc.strerror}") from exc
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = _read_text(fd)
+                os.close(fd)
+                raise OutputError(
+                    f"another sweep run{(' (' + holder + ')') if holder else ''} is writing "
+                    f"{str(self.target)!r}; it keeps the target: wait for it to finish, or "
+                    f"write this run elsewhere (-o)") from None
+            # a run that released the lock removed the file: if ours is no longer the one at
+            # the path, a third run may lock the new file too; take the lock again
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                os.ftruncate(fd, 0)
+                os.write(fd, f"pid {os.getpid()}, started {_now()}".encode())
+                self._fd = fd
+                return
+            os.close(fd)
+        raise OutputError(f"cannot lock {str(self.target)!r}: its lock file keeps changing")
+
+    def release(self) -> None:
+        self._depth -= 1
+        if self._depth > 0:
+            return
+        TargetLock._held.pop(self.key, None)
+        if self._fd is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()  # while still held: a waiting run re-checks the path
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> TargetLock:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _read_text(fd: int) -> str:
+    try:
+        return os.pread(fd, 200, 0).decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def _now() -> str:
+    import time
+
+    return time.strftime("%H:%M:%S")
+
+
 class _Atomic:
     """Write under a temporary name in the target's directory, publish by renaming onto it.
 
@@ -127,16 +230,22 @@ class _Atomic:
         self.target = Path(target)
         self.overwrite = overwrite
         self.before_publish = before_publish
+        self.published = False
         parent = self.target.parent
         if not parent.is_dir():
             raise OutputError(f"output directory {str(parent)!r} does not exist")
-        remove_stale_partials(self.target)
-        token = uuid.uuid4().hex[:12]
-        stem = f".{self.target.name}{TMP_PREFIX}{token}"
-        self.lock_path = parent / f"{stem}.lock"
-        self.tmp = parent / f"{stem}{suffix}"
-        self.old = parent / f"{stem}.old"
-        self._lock_fd = _take_lock(self.lock_path)
+        self.target_lock: TargetLock | None = TargetLock.acquire(self.target)
+        try:
+            remove_stale_partials(self.target)
+            token = uuid.uuid4().hex[:12]
+            stem = f".{self.target.name}{TMP_PREFIX}{token}"
+            self.lock_path = parent / f"{stem}.lock"
+            self.tmp = parent / f"{stem}{suffix}"
+            self.old = parent / f"{stem}.old"
+            self._lock_fd = _take_lock(self.lock_path)
+        except BaseException:
+            self._release_target()
+            raise
 
     def commit(self) -> None:
         if self.before_publish is not None:
@@ -146,22 +255,25 @@ class _Atomic:
         if exists and not self.overwrite and not is_result(t):
             raise OutputError(f"refusing to replace {str(t)!r}: it appeared during the run and is "
                               f"not a result written by sweep (pass --overwrite to replace it)")
-        if exists and t.is_dir() and not t.is_symlink():
-            # a directory cannot be renamed over: move it aside first (a run that dies between
-            # the two renames leaves it as <stem>.old, which the next run restores)
-            os.replace(t, self.old)
-        os.replace(self.tmp, t)  # a file target (or symlink) is replaced atomically
+        with publishing():  # an interrupt waits until the renames and the flag agree
+            if exists and t.is_dir() and not t.is_symlink():
+                # a directory cannot be renamed over: move it aside first (a run that dies
+                # between the two renames leaves it as <stem>.old, which the next run restores)
+                os.replace(t, self.old)
+            os.replace(self.tmp, t)  # a file target (or symlink) is replaced atomically
+            self.published = True
         if self.old.exists():
             shutil.rmtree(self.old, ignore_errors=True)
         _fsync_dir(t.parent)
         self._release()
 
     def discard(self) -> None:
-        if self.tmp.is_dir():
-            shutil.rmtree(self.tmp, ignore_errors=True)
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                self.tmp.unlink()
+        if not self.published:
+            if self.tmp.is_dir():
+                shutil.rmtree(self.tmp, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    self.tmp.unlink()
         self._release()
 
     def _release(self) -> None:
@@ -171,6 +283,34 @@ class _Atomic:
             with contextlib.suppress(OSError):
                 os.close(self._lock_fd)  # closing drops the flock
             self._lock_fd = None
+        self._release_target()
+
+    def _release_target(self) -> None:
+        if self.target_lock is not None:
+            self.target_lock.release()
+            self.target_lock = None
+
+
+_publishing = 0
+
+
+@contextlib.contextmanager
+def publishing():
+    """The renames that publish a result. A run's signal handler
+    (:mod:`sweep.execute.signals`) only records a signal that arrives in here, and the run raises
+    it right after (:func:`sweep.execute.signals.checkpoint`), so what it reports (published or
+    not) is what happened to the target."""
+    global _publishing
+    _publishing += 1
+    try:
+        yield
+    finally:
+        _publishing -= 1
+
+
+def publishing_now() -> bool:
+    """True while a result is being renamed onto its target (see :func:`publishing`)."""
+    return _publishing > 0
 
 
 def _take_lock(path: Path) -> int | None:
@@ -273,3 +413,49 @@ def diagnose_write(directory: Path, nbytes: int = 0):
             raise OutputError(f"cannot write in {where!r}: {exc.strerror or exc} (a read-only file "
                               f"system or no permission): write elsewhere (-o)") from exc
         raise
+
+
+# --------------------------------------------------------------------------------------------
+# other outputs: images, calibration overlays
+
+
+def check_file_output(path: str | Path, *, what: str, suffixes: tuple[str, ...],
+                      is_own: Callable[[Path], bool], overwrite: bool = False) -> Path:
+    """Check a single-file output (an image, a calibration overlay) before any work, as
+    :func:`check_output` does for results: the name ends in one of ``suffixes``; its directory
+    exists (it is not created) and is writable; the target is not a directory; an existing file
+    is replaced only when ``is_own`` recognises it as this tool's output of the same kind, or
+    with ``overwrite``. Returns the path; raises :class:`OutputError`."""
+    target = Path(path)
+    if not target.name.lower().endswith(tuple(s.lower() for s in suffixes)):
+        raise OutputError(f"{what} {str(target)!r}: cannot tell the format from the name; "
+                          f"end it in {' or '.join(suffixes)}")
+    parent = target.parent
+    if not parent.is_dir():
+        raise OutputError(f"output directory {str(parent)!r} does not exist (create it first)")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"output directory {str(parent)!r} is not writable")
+    if target.is_dir():
+        raise OutputError(f"{what} {str(target)!r} is a directory: choose a file name")
+    if (target.exists() or target.is_symlink()) and not overwrite and not is_own(target):
+        raise OutputError(f"refusing to replace {str(target)!r}: it is an existing file that is "
+                          f"not {what} written by sweep; choose another name or pass "
+                          f"--overwrite to replace it")
+    return target
+
+
+def write_file(path: str | Path, write: Callable[[Path], None]) -> Path:
+    """Write a single-file output atomically: ``write(tmp)`` fills a temporary file beside the
+    target (``.<name>.sweep-partial-<token><suffix>``), which is then renamed onto it; on any
+    failure the temporary file is removed and the target is untouched. File-system faults (full
+    disk, read-only) become one :class:`OutputError`."""
+    target = Path(path)
+    tmp = target.parent / f".{target.name}{TMP_PREFIX}{uuid.uuid4().hex[:12]}{target.suffix}"
+    try:
+        with diagnose_write(target.parent):
+            write(tmp)
+            os.replace(tmp, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return target

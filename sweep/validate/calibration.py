@@ -391,30 +391,49 @@ def overlay_toml(cal: Calibration, *, data_path: str | Path, command: str,
     return tomlio.dumps({**cal.overlay, "provenance": prov}, header=OVERLAY_HEADER)
 
 
-def write_overlay(text: str, path: str | Path) -> Path:
-    """Write atomically; when ``path`` is the shipped overlay, clear the engine caches."""
-    from grids.engines import clear_caches
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.sweep-partial")
+def is_overlay_file(path: str | Path) -> bool:
+    """True if ``path`` is a calibration overlay written by ``sweep calibrate`` (its
+    ``[provenance]`` says so)."""
     try:
-        tmp.write_text(text)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
+        raw = tomlio.load(Path(path))
+    except (SpecError, OSError, UnicodeDecodeError):
+        return False
+    prov = raw.get("provenance")
+    return isinstance(prov, dict) and prov.get("tool") == "sweep calibrate"
+
+
+def check_overlay_output(path: str | Path, overwrite: bool = False) -> Path:
+    """Check ``sweep calibrate -o`` before fitting: a ``.toml`` name, outside the installed
+    package, in an existing writable directory; an existing file is replaced only if it is an
+    overlay written by ``sweep calibrate`` (or with ``overwrite``)."""
+    from sweep.results.target import check_file_output
+
+    if inside_installation(path):
+        raise SpecError(f"-o {path}: refusing to write into the installed package "
+                        f"({Path(path).resolve().parent}); write the overlay to a path of your "
+                        f"own and pass it to `sweep validate --calibration FILE` or a spec's "
+                        f"`calibration = \"FILE\"`")
+    return check_file_output(path, what="a calibration overlay", suffixes=(".toml",),
+                             is_own=is_overlay_file, overwrite=overwrite)
+
+
+def write_overlay(text: str, path: str | Path, overwrite: bool = False) -> Path:
+    """Write atomically (see :func:`check_overlay_output`); when ``path`` is the shipped
+    overlay, clear the engine caches."""
+    from grids.engines import clear_caches
+    from sweep.results.target import write_file
+
+    path = check_overlay_output(path, overwrite)
+    write_file(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     clear_caches()
     return path
 
 
 def read_overlay_file(path: str | Path) -> dict[str, Any]:
     """A calibration overlay, parsed and checked, without its ``[provenance]``."""
-    from grids.engines import check_overlay
+    from grids.spec import load_overlay
 
-    raw = tomlio.load(path)
-    raw.pop("provenance", None)
-    check_overlay(raw)
-    return raw
+    return load_overlay(path)
 
 
 __all__ = ["PARAMS", "Calibration", "UnitFit", "calibrate", "default_output",

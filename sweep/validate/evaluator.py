@@ -196,8 +196,13 @@ def compare(df: pd.DataFrame, *, overlay: dict[str, Any] | None = None) -> pd.Da
     statistic, measured, predicted, model_batch, rel_error, log_error, status ('used', 'skipped'
     or 'unusable'), reason, assumption``. Rows marked ``usable = no`` in the data are
     ``unusable`` (reason: their skip_reason); usable rows the model cannot evaluate (p99,
-    infeasible in the model) are ``skipped`` with the reason.
+    infeasible in the model) are ``skipped`` with the reason. ``overlay`` (a calibration
+    overlay's tables; None = the shipped one) is checked whole: a misspelt section is an error.
     """
+    if overlay:
+        from grids.engines import check_overlay
+
+        check_overlay(overlay)
     res = df[["id", "publisher", "source_key", "hardware", "engine", "model", "precision",
               "parallelism", "load", "batch", "context", "output_len", "metric", "scope",
               "statistic", "value"]].copy()

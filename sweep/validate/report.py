@@ -203,10 +203,14 @@ def report_json(res: pd.DataFrame, *, include_rows: bool = False, **meta: Any) -
 
 
 def parity_plot(res: pd.DataFrame, path: str | Path, *, title: str = "",
-                compare_with: pd.DataFrame | None = None) -> Path:
+                compare_with: pd.DataFrame | None = None, overwrite: bool = False) -> Path:
     """Log-log parity plot of predicted versus measured: one panel per metric (each in its SI
     unit), one colour per device, the y = x line and a +/-25% band. With ``compare_with`` (e.g.
-    the uncalibrated result) a first row of panels shows it for comparison."""
+    the uncalibrated result) a first row of panels shows it for comparison. Written atomically;
+    an existing file that is not an image written by sweep is refused unless ``overwrite``."""
+    from sweep.results.images import check_image_output, save_figure
+
+    check_image_output(path, overwrite)  # before drawing
     import matplotlib
 
     matplotlib.use("Agg")
@@ -256,8 +260,7 @@ def parity_plot(res: pd.DataFrame, path: str | Path, *, title: str = "",
                 labels.append(lb)
     fig.legend(handles, labels, loc="center right", fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0, 1 - 1.4 / (4.6 * len(metrics) + 1.6), 1))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    try:
+        return save_figure(fig, path, dpi=110, overwrite=overwrite, what="sweep validate")
+    finally:
+        plt.close(fig)
