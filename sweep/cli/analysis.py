@@ -183,7 +183,8 @@ def _cmd_regimes(args: argparse.Namespace, ds) -> int:
                              zip(r["hardware"].values, row["coverage"].values)}})
         print_json(out)
         return EXIT_OK
-    table = r["score"].to_pandas().T
+    # a device that serves none of a regime's points has no score there: n/a, not 0.00
+    table = r["score"].where(r["coverage"] > 0).to_pandas().T
     table.columns = [str(c) for c in table.columns]
     print(f"Operational regimes of seed 002 (section IV-A), score per device, best = 1.00 "
           f"(throughputs {_basis_label(basis)})")
@@ -243,7 +244,8 @@ def _cmd_plot(args: argparse.Namespace, ds) -> int:
         kw["best_over"] = _best_over(ds, args.best_over, args.over)
     elif kind == "pareto":
         kw.update(model=args.model, precision=args.precision, hardware=args.hardware,
-                  objectives=args.objectives or ["tpot", "throughput"], basis=_basis(args))
+                  objectives=args.objectives or ["tpot", "throughput"], basis=_basis(args),
+                  best_over=_best_over(ds, args.best_over, "hardware"))
     elif kind == "serving-front":
         kw.update(model=args.model, precision=args.precision, hardware=args.hardware,
                   context=args.context, per=args.per)
@@ -366,7 +368,8 @@ def register(subparsers) -> None:
                    "(default throughput)")
     g.add_argument("--over", default="hardware", help="dim compared in winner-map/variation")
     g.add_argument("--best-over", nargs="+", metavar="DIM",
-                   help="dims reduced to their best value (default parallelism; 'none')")
+                   help="winner-map/variation/pareto: dims reduced to their best value "
+                        "(default parallelism: each device at its best layout; 'none')")
     g.add_argument("--objectives", nargs="+", default=None, metavar="METRIC[:min|max]",
                    help="pareto: objectives, the first two are plotted (default tpot "
                         "throughput)")
