@@ -298,9 +298,10 @@ def _cmd_goodput(args: argparse.Namespace, ds) -> int:
 # ------------------------------------------------------------------------------ parser
 def _common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
     p.add_argument("result", help="result file (netCDF or Zarr) written by 'sweep run'")
-    p.add_argument("--sel", action="append", metavar="DIM=VALUE",
-                   help="analyse only this value of a dim (repeatable), e.g. "
-                        "--sel model=llama-3.1-8b")
+    p.add_argument("--sel", action="append", metavar="DIM=VALUE[,VALUE...]",
+                   help="analyse only these values of a dim (repeatable; one value selects "
+                        "the dim away, several keep it), e.g. --sel model=llama-3.1-8b "
+                        "--sel hardware=h100-sxm,mi300x,tpu-v6e")
     if json_flag:
         p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
