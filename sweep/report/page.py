@@ -101,7 +101,7 @@ def build_page(t: Tables, provenance: str, title: str, extra: str = "") -> str:
         "tpot": _select("tpot", "TPOT target", lab["tpot"], [f"{x} s" for x in lab["tpot"]],
                         "0.05"),
     }
-    blocks = {k: ColumnDataSource({c: a for c, a in v.items() if c != "offsets"}, name=k)
+    blocks = {k: ColumnDataSource({c: a for c, a in v.items() if c != "offsets"}, name=f"block:{k}")
               for k, v in t.blocks.items()}
     sources = {k: ColumnDataSource({c: [] for c in cols}, name=k)
                for k, cols in DISPLAY_COLUMNS.items()}
