@@ -93,3 +93,15 @@ def console_errors(driver) -> list[dict]:
 def deep(driver, selector: str) -> list:
     """Elements matching ``selector`` anywhere in the page, shadow roots included."""
     return driver.execute_script(DEEP_QUERY, selector)
+
+
+def choose(driver, value: str) -> None:
+    """Choose ``value`` in the one select box (anywhere in the page) that offers it, as a user's
+    click does: set the value and fire the ``change`` event the page listens to."""
+    boxes = [s for s in deep(driver, "select") if value in driver.execute_script(
+        "return Array.from(arguments[0].options).map(o => o.value)", s)]
+    if len(boxes) != 1:
+        raise LookupError(f"{len(boxes)} select boxes offer {value!r}")
+    driver.execute_script("arguments[0].value = arguments[1];"
+                          "arguments[0].dispatchEvent(new Event('change', {bubbles: true}))",
+                          boxes[0], value)

@@ -134,13 +134,7 @@ def test_the_report_works_in_a_real_browser(default_report, tmp_path):
         _not_blank(before)
         (tmp_path / "before.png").write_bytes(before)
         # a user's choice: another model in the model box (a <select> in bokeh's shadow DOM)
-        boxes = [s for s in browser.deep(d, "select")
-                 if "deepseek-r1" in d.execute_script(
-                     "return Array.from(arguments[0].options).map(o => o.value)", s)]
-        assert len(boxes) == 1
-        d.execute_script("arguments[0].value = 'deepseek-r1';"
-                         "arguments[0].dispatchEvent(new Event('change', {bubbles: true}))",
-                         boxes[0])
+        browser.choose(d, "deepseek-r1")
         browser.wait_for(d, f"return {doc}.get_model_by_name('model').value == 'deepseek-r1'")
         browser.wait_for(d, f"return JSON.stringify(Array.from({cells}.winner)) != window.first")
         after = d.get_screenshot_as_png()

@@ -58,7 +58,7 @@ def _select(name: str, title: str, labels: list[str], shown: list[str] | None = 
             value: str | None = None) -> Select:
     options = list(zip(labels, shown or labels))
     return Select(title=title, name=name, value=value if value in labels else labels[0],
-                  options=options, width=170)
+                  options=options, width=185)
 
 
 def _heat(title: str, t: Tables) -> figure:
