@@ -120,10 +120,36 @@ def _cmd_frontier(args: argparse.Namespace, ds) -> int:
                      "best_over": list(red), "basis": _basis_label(basis), "crossovers": rows})
         return EXIT_OK
     how = f", each at its best {'/'.join(red)}" if red else ""
+    units = ds[args.metric].attrs.get("units", "")
+    if basis is not None and args.metric in ("throughput", "total_throughput"):
+        units = basis.units(units)
     print(f"winner of {args.metric} ({_basis_label(basis)}) across {args.over}{how}: "
           f"{len(table)} crossover(s) along {', '.join(args.along)}")
-    print(text_table(table, TEXT_ROWS if args.limit is None else args.limit))
+    lines = crossover_lines(table, args.over, units)
+    limit = TEXT_ROWS if args.limit is None else args.limit
+    print("\n".join(lines if limit <= 0 else lines[:limit]) or "(none)")
+    if 0 < limit < len(lines):
+        print(f"... {len(lines) - limit} more (use --limit 0 for all, --json for a table)")
     return EXIT_OK
+
+
+def crossover_lines(table: pd.DataFrame, over: str, units: str) -> list[str]:
+    """One sentence per crossover of a frontier table: where it happens (the fixed dims), and
+    which label wins up to which value of the changing dim and from which value on."""
+    fixed = [c for c in table.columns if c not in (
+        "dim", "value_before", "value_after", "winner_before", "winner_after", "best_before",
+        "best_after")]
+    u = f" {units}" if units and units != "1" else ""
+    out = []
+    for r in table.itertuples(index=False):
+        rec = r._asdict()
+        where = ", ".join(f"{c} {rec[c]}" for c in fixed if c != rec["dim"]
+                          and not pd.isna(rec[c]))
+        out.append(f"{where or 'everywhere'}: {rec['winner_before']} wins up to {rec['dim']} "
+                   f"{rec['value_before']} ({rec['best_before']:.4g}{u}), "
+                   f"{rec['winner_after']} from {rec['dim']} {rec['value_after']} "
+                   f"({rec['best_after']:.4g}{u})")
+    return out
 
 
 @_with_result

@@ -73,6 +73,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
                                compression=args.compression)
     with ds:  # close the file handle before exiting
         t1 = time.perf_counter()
+        if args.json:
+            from sweep.cli.common import print_json
+            from sweep.cli.summary import run_record
+
+            print_json(run_record(ds, stats, time.perf_counter() - t0 + startup, startup,
+                                  args.output))
+            return EXIT_OK
         # the summary reads the result (in hardware slabs from the file); its time is part of
         # the wall time printed, which runs from process start to the report
         text = run_summary(ds, stats, t1 - t0 + startup, args.output)
@@ -82,11 +89,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    from sweep.cli.summary import info_text
+    from sweep.cli.common import print_json
+    from sweep.cli.summary import info_record, info_text
     from sweep.results.files import open_result
 
     with open_result(args.result) as ds:
-        print(info_text(ds))
+        if args.json:
+            print_json(info_record(ds))
+        else:
+            print(info_text(ds))
     return EXIT_OK
 
 
@@ -110,10 +121,14 @@ def register(sub) -> None:
                    help="replace the output even if it is not a result written by sweep (by "
                         "default only a previous result is replaced)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument("--json", action="store_true", help="print the summary as JSON (the "
+                   "progress bar still goes to stderr on a terminal)")
     r.add_argument("--scheduler", default=None,
                    help="run on Dask: 'local:N' (local cluster of N workers) or tcp://HOST:PORT")
     r.set_defaults(func=_cmd_run)
 
     i = sub.add_parser("info", help="describe a result file: dims, metrics with units, provenance")
-    i.add_argument("result")
+    i.add_argument("result", help="result file (netCDF or Zarr) written by 'sweep run'")
+    i.add_argument("--json", action="store_true", help="print JSON: dims with their values, "
+                   "metrics with units, provenance")
     i.set_defaults(func=_cmd_info)

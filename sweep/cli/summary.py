@@ -48,6 +48,37 @@ def headline_lines(ds: xr.Dataset, basis: str = DEFAULT_BASIS) -> list[str]:
             "power:10kW | cost)"]
 
 
+def run_record(ds: xr.Dataset, stats, wall: float, startup: float, output) -> dict:
+    """What ``sweep run --json`` prints: the summary's facts as numbers."""
+    hv = None
+    if ds.sizes.get("hardware", 0) >= 2 and "throughput" in ds.data_vars:
+        try:
+            hv = max_variation(ds, "throughput", "hardware", basis=DEFAULT_BASIS)
+        except SpecError:
+            hv = None
+    return {"output": None if output is None else str(output), "dims": dict(ds.sizes),
+            "points": stats.points, "chunks": stats.chunks,
+            "feasible_fraction": stats.feasible / stats.points if stats.points else 0.0,
+            "wall_s": wall, "startup_s": startup, "kernel_write_s": stats.seconds,
+            "points_per_s": stats.points_per_second, "variation": hv}
+
+
+def info_record(ds: xr.Dataset) -> dict:
+    """What ``sweep info --json`` prints: dims with their values, metrics with units, and the
+    provenance attributes (the JSON ones parsed)."""
+    import json
+
+    attrs = {}
+    for k, v in ds.attrs.items():
+        attrs[k] = json.loads(v) if k.endswith("_json") else v
+    return {"dims": {d: [x.item() if hasattr(x, "item") else x for x in ds[d].values]
+                     for d in ds.dims},
+            "metrics": {n: {"units": ds[n].attrs.get("units", ""),
+                            "long_name": ds[n].attrs.get("long_name", ""),
+                            "better": ds[n].attrs.get("better", "")} for n in ds.data_vars},
+            "provenance": attrs}
+
+
 def info_text(ds: xr.Dataset) -> str:
     lines = ["dims:"]
     lines += [f"  {d:12s} {n:6d}  {_preview(ds[d].values)}" for d, n in ds.sizes.items()]
