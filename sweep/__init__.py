@@ -13,6 +13,9 @@ registers the ``ds.sweep`` xarray accessor. The rooms (see docs/architecture.md)
 
 # isort: off
 from sweep.execute import clock as _clock  # noqa: F401 - first: when `import sweep` began
+from sweep import siblings as _siblings
+
+_siblings.check()  # before importing grids or kernels: a foreign 'kernels' fails here, clearly
 # isort: on
 from grids.errors import SpecError
 from sweep.analysis import accessor as _accessor  # registers the ds.sweep accessor
