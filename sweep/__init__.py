@@ -13,17 +13,16 @@ registers the ``ds.sweep`` xarray accessor. The rooms (see docs/architecture.md)
 
 # isort: off
 from sweep.execute import clock as _clock  # noqa: F401 - first: when `import sweep` began
-from sweep import siblings as _siblings
-
-_siblings.check()  # before importing grids or kernels: a foreign 'kernels' fails here, clearly
+from sweep import siblings as _siblings  # noqa: F401 - checks kernels and grids, first
 # isort: on
 from grids.errors import SpecError
 from sweep.analysis import accessor as _accessor  # registers the ds.sweep accessor
 from sweep.execute.local import run
 from sweep.execute.points import evaluate
 from sweep.results.files import open_result as open
+from sweep.results.units import unit_registry
 
-__all__ = ["SpecError", "evaluate", "open", "report", "run"]
+__all__ = ["SpecError", "evaluate", "open", "report", "run", "unit_registry"]
 
 
 def report(ds, path="report.html", title: str | None = None):

@@ -81,6 +81,9 @@ def clash_message(owners: dict[str, list[str]]) -> str:
             f"Installing here would overwrite their files (and they ours). Fix: {FIX}.")
 
 
+if __name__ == "sweep.siblings":  # imported by `import sweep`, before grids and kernels
+    check()
+
 if __name__ == "__main__":  # python sweep/siblings.py: used by setup.py, prints the clash if any
     import sys
 
