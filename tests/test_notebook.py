@@ -26,6 +26,8 @@ def test_the_example_notebook_runs(tmp_path, monkeypatch):
     assert not [o for out in outputs for o in out if o.get("output_type") == "error"]
     data = [o.get("data", {}) for out in outputs for o in out]
     assert any("xarray.Dataset" in d.get("text/plain", "") for d in data)  # the result
+    shown = " ".join(str(o.get("text", "")) + str(o.get("data", {})) for o in outputs[0])
+    assert "points" in shown and "IProgress" not in shown  # a progress bar, not a warning
     assert any("image/png" in d for d in data)  # the winner map
     assert any("goodput" in d.get("text/html", "") for d in data)  # the goodput table
     assert (tmp_path / "tour_report.html").stat().st_size > 1_000_000  # the report

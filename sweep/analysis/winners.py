@@ -27,6 +27,18 @@ from sweep.analysis.select import (
 DEFAULT_ALONG = ("batch", "context")
 
 
+def _compared(ds: xr.Dataset, metric: str, over: str, best_over, basis):
+    """(reduced dims, direction, basis, candidates): what :func:`winner` and :func:`margin`
+    compare, the metric on the basis with ``best_over`` reduced."""
+    need_dim(ds, over, "over")
+    red = default_best_over(ds, best_over, over)
+    if over in red:
+        raise SpecError(f"over={over!r} cannot also be in best_over")
+    d = metric_direction(ds, metric)
+    b = None if basis is None else parse_basis(basis)
+    return red, d, b, candidates(ds, metric, red, basis=b)
+
+
 def winner(ds: xr.Dataset, metric: str, over: str = "hardware",
            best_over: Iterable[str] | str | None = None,
            basis: str | None = DEFAULT_BASIS) -> xr.DataArray:
@@ -36,13 +48,7 @@ def winner(ds: xr.Dataset, metric: str, over: str = "hardware",
     kW at the system boundary; None = raw grid values) and ``best_over`` dims are reduced to
     their best value (default: the layouts, each device at its best layout).
     """
-    need_dim(ds, over, "over")
-    red = default_best_over(ds, best_over, over)
-    if over in red:
-        raise SpecError(f"over={over!r} cannot also be in best_over")
-    d = metric_direction(ds, metric)
-    b = None if basis is None else parse_basis(basis)
-    da = candidates(ds, metric, red, basis=b)
+    _, d, b, da = _compared(ds, metric, over, best_over, basis)
     out = index_labels(winner_index(da, over, d), da[over].values, "winner")
     out.attrs = {"long_name": f"{over} with the {'lowest' if d == 'min' else 'highest'} "
                               f"{metric}", "metric": metric, "over": over,
@@ -141,13 +147,8 @@ def margin(ds: xr.Dataset, metric: str, over: str = "hardware",
     """
     from sweep.analysis.feasible import OUTSIDE_BASIS, why_infeasible
 
-    need_dim(ds, over, "over")
-    red = default_best_over(ds, best_over, over)
-    if over in red:
-        raise SpecError(f"over={over!r} cannot also be in best_over")
-    d = metric_direction(ds, metric)
-    b = None if basis is None else parse_basis(basis)
-    da = candidates(ds, metric, red, basis=b).compute()
+    red, d, b, da = _compared(ds, metric, over, best_over, basis)
+    da = da.compute()
     labels = da[over].values
     first = winner_index(da, over, d)
     taken = xr.DataArray(np.arange(da.sizes[over]), dims=over) == first

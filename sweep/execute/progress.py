@@ -1,7 +1,7 @@
 """A progress bar for long runs: points done, points/s, ETA.
 
 On a terminal, a plain text bar on stderr; in a Jupyter notebook (where stderr is no terminal),
-tqdm's notebook widget (``tqdm.auto``: a text bar where ipywidgets is missing); anywhere else
+tqdm's notebook widget (a text bar where ipywidgets is missing); anywhere else
 (logs, pipes, a script's captured output) silent. ``enabled=False`` silences both.
 """
 
@@ -31,6 +31,17 @@ def in_notebook() -> bool:
     return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
 
 
+def notebook_bar(total: int, label: str):
+    """tqdm's notebook widget where ipywidgets is installed, else tqdm's text bar (on stderr,
+    which a notebook shows below the cell) without tqdm.auto's warning about the widget."""
+    try:
+        import ipywidgets  # noqa: F401
+        from tqdm.notebook import tqdm
+    except ImportError:
+        from tqdm import tqdm
+    return tqdm(total=total, desc=label, unit=" points", unit_scale=True)
+
+
 class Progress:
     def __init__(self, total: int, enabled: bool = True, stream=None, label: str = "sweep",
                  min_interval: float = 0.2) -> None:
@@ -45,9 +56,7 @@ class Progress:
         self.min_interval = min_interval
         self._tqdm = None
         if enabled and not tty and stream is None and in_notebook():
-            from tqdm.auto import tqdm
-
-            self._tqdm = tqdm(total=self.total, desc=label, unit=" points", unit_scale=True)
+            self._tqdm = notebook_bar(self.total, label)
 
     def update(self, n: int) -> None:
         self.done += int(n)

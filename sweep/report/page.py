@@ -14,7 +14,6 @@ import html
 import json
 from pathlib import Path
 
-import numpy as np
 from bokeh.core.properties import field
 from bokeh.document import Document
 from bokeh.embed import file_html
@@ -37,6 +36,7 @@ from bokeh.resources import INLINE
 
 from sweep.analysis.palette import NONE_COLOR, device_look
 from sweep.report.tables import CONTROLS, Tables
+from sweep.results.provenance import parameters_text
 
 #: greys of map cells without a winner, one per reason (as in sweep.analysis.plots)
 NONE_GREYS = (NONE_COLOR, "#BBBBBB", "#999999", "#EEEEEE")
@@ -234,35 +234,13 @@ def provenance_html(attrs: dict) -> str:
     if spec:
         parts.append(f"<details><summary>grid spec (TOML)</summary><pre>{html.escape(spec)}"
                      f"</pre></details>")
-    if "engine_parameters_json" in attrs:
-        eng = json.loads(attrs["engine_parameters_json"])
+    lines = parameters_text(attrs)
+    if lines:
+        eng = json.loads(attrs.get("engine_parameters_json", "{}"))
         fitted = sum(1 for p in eng.values() if any("(fitted)" in str(o) for o in
                                                     p.get("origin", {}).values()))
-        lines = []
-        for key, p in eng.items():
-            if not p.get("supported", True):
-                lines.append(f"{key}: not supported ({p.get('why', '')})")
-                continue
-            shown = ", ".join(f"{k} {_num(p[k])}" for k in ("bandwidth", "iteration_overhead",
-                                                             "request_overhead",
-                                                             "memory_fraction", "max_batch")
-                              if k in p)
-            lines.append(f"{key}: {shown}")
-        parts.append(f"<details><summary>calibration: engine parameters in force for "
-                     f"{len(eng)} device/engine pair(s), {fitted} with fitted values "
-                     f"(grids/data/engines/calibration.toml)</summary><pre>"
+        parts.append(f"<details><summary>calibration: device efficiencies and engine parameters "
+                     f"in force ({len(eng)} device/engine pair(s), {fitted} with values fitted "
+                     f"by grids/data/engines/calibration.toml)</summary><pre>"
                      f"{html.escape(chr(10).join(lines))}</pre></details>")
-    if "efficiency_parameters_json" in attrs:
-        eff = json.loads(attrs["efficiency_parameters_json"])
-        lines = [f"{dev}: flops {e.get('flops_efficiency', float('nan')):.2f}, bandwidth "
-                 f"{e.get('bandwidth_efficiency', float('nan')):.2f}"
-                 for dev, e in eff.items()]
-        parts.append(f"<details><summary>device efficiencies in force ({len(eff)})</summary>"
-                     f"<pre>{html.escape(chr(10).join(lines))}</pre></details>")
     return "".join(parts)
-
-
-def _num(v) -> str:
-    if isinstance(v, (int, float, np.floating)):
-        return f"{float(v):.3g}"
-    return str(v)
