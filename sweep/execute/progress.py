@@ -34,10 +34,11 @@ def in_notebook() -> bool:
 def notebook_bar(total: int, label: str):
     """tqdm's notebook widget where ipywidgets is installed, else tqdm's text bar (on stderr,
     which a notebook shows below the cell) without tqdm.auto's warning about the widget."""
-    try:
-        import ipywidgets  # noqa: F401
+    import importlib.util
+
+    if importlib.util.find_spec("ipywidgets") is not None:  # tqdm.notebook needs it
         from tqdm.notebook import tqdm
-    except ImportError:
+    else:
         from tqdm import tqdm
     return tqdm(total=total, desc=label, unit=" points", unit_scale=True)
 

@@ -12,8 +12,8 @@ parses, including the compound ones (``token/s``, ``FLOP/s``, ``FLOP/B``, ``toke
     >>> q = ds.pint.quantify(unit_registry=sweep.unit_registry())
     >>> (q["throughput"] / q["system_power"]).pint.to("token/s/kW")
 
-or, with cf-xarray's registry, ``sweep.unit_registry(cf_xarray.units.units)``. pint is not a
-dependency of accel-sweep: install it (``pip install pint-xarray``) to use this.
+or, with cf-xarray's registry, ``sweep.unit_registry(cf_xarray.units.units)``. pint is a
+dependency of accel-sweep; ``ds.pint`` needs pint-xarray (``pip install pint-xarray``).
 """
 
 from __future__ import annotations
@@ -29,11 +29,8 @@ DEFINITIONS = (
 def unit_registry(registry=None):
     """A pint UnitRegistry that parses every ``units`` string of a result: ``registry`` (e.g.
     cf-xarray's) with :data:`DEFINITIONS` added, or a new pint registry."""
-    try:
-        import pint
-    except ImportError:
-        raise ImportError("sweep.unit_registry needs pint: python3 -m pip install pint-xarray"
-                          ) from None
+    import pint
+
     # pint-xarray needs array-like magnitudes (force_ndarray_like)
     ureg = registry if registry is not None else pint.UnitRegistry(force_ndarray_like=True)
     for line in DEFINITIONS:
