@@ -32,8 +32,27 @@ def _tell(message):
         pass
 
 
+def check_environment() -> None:
+    """Stop before installing into an environment where another distribution owns a top-level
+    ``kernels``, ``grids`` or ``sweep`` (e.g. Hugging Face's ``kernels``): the two would overwrite
+    each other's files. Asked of the target interpreter without the build's isolation (no
+    PYTHONPATH, outside the source tree); if it cannot answer, the install goes on and
+    ``import sweep`` makes the same check."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    try:
+        proc = subprocess.run([sys.executable, os.path.join(here, "sweep", "siblings.py")],
+                              env=env, cwd=os.path.expanduser("~"), capture_output=True,
+                              text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return
+    if proc.returncode == 3:
+        raise SystemExit(f"accel-sweep: {proc.stdout.strip()}")
+
+
 class BuildPyWithKernelCache(build_py):
     def run(self):
+        check_environment()
         super().run()
         if getattr(self, "editable_mode", False) or os.environ.get("ACCEL_SWEEP_NO_KERNEL_CACHE") == "1":
             return

@@ -63,6 +63,7 @@ import functools
 import json
 import math
 import os
+import re
 import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -1237,7 +1238,41 @@ def _load_catalog_model(model_id: str) -> ModelArch:
                              published_total=pt, published_active=pa)
 
 
-def _load_file(path: Path) -> ModelArch:
+#: a Hugging Face model id: ORGANISATION/NAME (letters, digits, '-', '_', '.')
+HF_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def hf_cache_dir() -> Path:
+    """The Hugging Face hub cache: ``HF_HUB_CACHE``, else ``HF_HOME/hub``, else
+    ``~/.cache/huggingface/hub`` (huggingface_hub's own rule; nothing is downloaded here)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    home = os.environ.get("HF_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.join("~", ".cache")), "huggingface")
+    return Path(home).expanduser() / "hub"
+
+
+def hf_config_path(repo_id: str, cache: Path | None = None) -> Path:
+    """The ``config.json`` of a Hugging Face model in the local hub cache: the snapshot that
+    ``refs/main`` names, else the newest snapshot that has one. One SpecError names the exact
+    path looked for and how to fetch it."""
+    root = (cache or hf_cache_dir()) / f"models--{repo_id.replace('/', '--')}"
+    snaps = root / "snapshots"
+    ref = root / "refs" / "main"
+    if ref.is_file():
+        main = snaps / ref.read_text(encoding="utf-8").strip() / "config.json"
+        if main.is_file():
+            return main
+    found = sorted(snaps.glob("*/config.json"), key=lambda p: p.stat().st_mtime)
+    if found:
+        return found[-1]
+    raise SpecError(f"model {repo_id!r} is neither a catalog id nor in the local Hugging Face "
+                    f"cache: no {snaps}/*/config.json. Fetch its config (huggingface-cli "
+                    f"download {repo_id} config.json, or from Python hf_hub_download("
+                    f"{repo_id!r}, 'config.json')), or give the path of a config.json")
+
+
+def _load_file(path: Path, mid: str | None = None) -> ModelArch:
     if path.is_dir():
         path = path / "config.json"
     try:
@@ -1251,14 +1286,17 @@ def _load_file(path: Path) -> ModelArch:
     except RecursionError:
         raise SpecError(f"cannot read model config {str(path)!r} as JSON: nested too deeply") \
             from None
-    mid = path.parent.name if path.stem == "config" and path.parent.name else path.stem
+    mid = mid or (path.parent.name if path.stem == "config" and path.parent.name
+                  else path.stem)
     name = str(cfg.get("_name_or_path") or mid) if isinstance(cfg, dict) else mid
     return model_from_config(cfg, id=mid, name=name, sources=(f"user config: {path}",),
                              context=f"model config {str(path)!r}")
 
 
 def load_model(spec: str | os.PathLike | dict | ModelArch) -> ModelArch:
-    """Load a model: a catalog id, the path of a ``config.json`` (or its directory), or a dict."""
+    """Load a model: a catalog id, the path of a ``config.json`` (or its directory), a Hugging
+    Face id ``ORG/NAME`` whose config.json is in the local hub cache (:func:`hf_config_path`;
+    the model's id is then the Hugging Face id), or a dict."""
     if isinstance(spec, ModelArch):
         return spec
     if isinstance(spec, dict):
@@ -1276,10 +1314,12 @@ def load_model(spec: str | os.PathLike | dict | ModelArch) -> ModelArch:
     if spec.lower() in low:
         return _load_catalog_model(low[spec.lower()])
     path = Path(spec).expanduser()
+    if not path.exists() and HF_ID.match(spec) and not spec.endswith(".json"):
+        return _load_file(hf_config_path(spec), mid=spec)  # a Hugging Face id, from the cache
     if path.exists() or spec.endswith(".json") or os.sep in spec or "/" in spec:
         return _load_file(path)
-    raise SpecError(f"unknown model {spec!r}{suggest(spec.lower(), ids)}; or give the path of a "
-                    f"config.json")
+    raise SpecError(f"unknown model {spec!r}{suggest(spec.lower(), ids)}; or give a Hugging "
+                    f"Face id (ORG/NAME, read from the local cache) or the path of a config.json")
 
 
 def catalog_models() -> list[ModelArch]:

@@ -7,16 +7,39 @@ registers the ``ds.sweep`` xarray accessor. The rooms (see docs/architecture.md)
 - :mod:`sweep.results`: the variable registry, Dataset assembly, netCDF/Zarr files;
 - :mod:`sweep.analysis`: variation, winners, Pareto fronts, regimes, strategies, plots;
 - :mod:`sweep.validate`: measurements, the evaluator, scores, reports, calibration;
+- :mod:`sweep.report`: the interactive HTML report (``ds.sweep.report(path)``), loaded on use;
 - :mod:`sweep.cli`: the ``sweep`` command.
 """
 
 # isort: off
 from sweep.execute import clock as _clock  # noqa: F401 - first: when `import sweep` began
+from sweep import siblings as _siblings  # noqa: F401 - checks kernels and grids, first
 # isort: on
 from grids.errors import SpecError
-from sweep.analysis import accessor as _accessor  # noqa: F401 - registers the ds.sweep accessor
+from sweep.analysis import accessor as _accessor  # registers the ds.sweep accessor
 from sweep.execute.local import run
 from sweep.execute.points import evaluate
 from sweep.results.files import open_result as open
+from sweep.results.units import unit_registry
 
-__all__ = ["SpecError", "evaluate", "open", "run"]
+__all__ = ["SpecError", "evaluate", "open", "report", "run", "unit_registry"]
+
+
+def report(ds, path="report.html", title: str | None = None):
+    """Write the interactive HTML report of the result ``ds`` to ``path`` (one self-contained
+    file; docs/report.md) and return its path. Also ``ds.sweep.report(path)``.
+
+    The report room (:mod:`sweep.report`, which needs bokeh) is a leaf that no room imports: the
+    package root reaches it here, at call time, so ``import sweep`` stays light."""
+    from sweep.report import write_report
+
+    return write_report(ds, path, title)
+
+
+def _report_method(self, path="report.html", title: str | None = None):
+    return report(self._ds, path, title)
+
+
+_report_method.__doc__ = report.__doc__
+_report_method.__name__ = "report"
+_accessor.SweepAccessor.report = _report_method  # ds.sweep.report(...)

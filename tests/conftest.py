@@ -35,3 +35,12 @@ def compiled_kernels():
         import kernels
 
         kernels.compile_kernels()
+
+
+@pytest.fixture(scope="session")
+def default_grid():
+    """The built-in default grid (``sweep run`` with no spec), evaluated once per session in
+    memory (~5 s): the report's size budget and the docs' examples are stated for it."""
+    import sweep
+
+    return sweep.run(None, progress=False)

@@ -609,3 +609,19 @@ def test_real_result(real_small):
     for m in FLOAT_METRICS:
         if DIRECTION[m] in ("max", "min"):
             ds.sweep.winner(m)
+
+
+@given(st.integers(1, 5), st.integers(2, 40), st.integers(0, 2**31 - 1))
+def test_two_objective_front_matches_brute_force(groups, n, seed):
+    """The sorted two-objective path equals the definition, with ties, NaN, -inf and invalid
+    points (which never dominate)."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 4, size=(groups, n, 2)).astype(float)
+    x[rng.random((groups, n)) < 0.15, rng.integers(0, 2)] = np.nan
+    x[rng.random((groups, n)) < 0.05, 0] = -np.inf
+    valid = rng.random((groups, n)) > 0.1
+    got = an.pareto_mask(x, valid)
+    for gi in range(groups):
+        pts = [tuple(p) for p in x[gi]]
+        ok = [bool(v) and bool(np.isfinite(p).all()) for v, p in zip(valid[gi], x[gi])]
+        assert got[gi].tolist() == brute_pareto(pts, ok)

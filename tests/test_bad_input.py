@@ -116,7 +116,7 @@ CLI_CASES = [
     (["info", "notes.txt"], "cannot open"),
     (["variation", "r.nc", "--metric", "speed"], "unknown metric"),
     (["variation", "r.nc", "--over", "nope"], "not a dim"),
-    (["variation", "r.nc", "--sel", "batch=1", "--sel", "batch=16"], "given twice"),
+    (["variation", "r.nc", "--sel", "batch=1,"], "write DIM=VALUE or DIM=A,B"),
     (["variation", "r.nc", "--basis", "watts"], "unknown kind"),
     (["frontier", "r.zarr", "--along", "nope"], "not a dim"),
     (["pareto", "r.nc", "--objectives", "tpot"], "two or more"),

@@ -143,3 +143,68 @@ def test_basis_option(result, capsys):
     assert code == 0 and "per kW (system boundary)" in out and "median" in out
     code, _, err = run(capsys, "variation", result, "--basis", "watts")
     assert code == 2 and "unknown kind" in err and len(err.strip().splitlines()) == 1
+
+
+def test_frontier_text_says_where_the_winner_changes(result, capsys):
+    code, out, _ = run(capsys, "frontier", result, "--metric", "throughput", "--limit", "0",
+                       "--sel", "model=dense-8b", "--sel", "precision=bf16")
+    assert code == 0
+    _, js, _ = run(capsys, "frontier", result, "--metric", "throughput", "--json",
+                   "--sel", "model=dense-8b", "--sel", "precision=bf16")
+    rows = json.loads(js)["crossovers"]
+    lines = out.splitlines()[1:]
+    assert "<NA>" not in out and len(lines) == len(rows) > 0
+    for line, r in zip(lines, rows):
+        other = "context" if r["dim"] == "batch" else "batch"
+        assert f"{other} {r[other]}:" in line
+        assert (f"{r['winner_before']} wins up to {r['dim']} {r['value_before']} " in line
+                and f"{r['winner_after']} from {r['dim']} {r['value_after']} " in line)
+
+
+def test_sel_takes_several_values(result, capsys):
+    code, out, _ = run(capsys, "goodput", result, "--tpot", "10", "--json", "--sel",
+                       "hardware=hw-a,hw-c", "--sel", "model=dense-8b")
+    assert code == 0
+    assert {r["hardware"] for r in json.loads(out)["rows"]} == {"hw-a", "hw-c"}
+    code, _, err = run(capsys, "goodput", result, "--tpot", "10", "--sel", "hardware=hw-a,hw-z")
+    assert code == 2 and "hw-z" in err
+    code, _, err = run(capsys, "goodput", result, "--tpot", "10", "--sel", "hardware=hw-a,")
+    assert code == 2 and "DIM=A,B" in err
+
+
+def test_version_help_and_python_m(capsys):
+    import subprocess
+    import sys
+
+    from sweep.results.provenance import package_version
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"sweep {package_version()}"
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert "README" not in text and "sweep run" in text and "report" in text
+    res = subprocess.run([sys.executable, "-m", "sweep", "--version"], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0 and res.stdout.startswith("sweep ")
+
+
+def test_info_json(result, capsys):
+    code, out, _ = run(capsys, "info", result, "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["dims"]["hardware"] == ["hw-a", "hw-b", "hw-c", "hw-d"]
+    assert doc["metrics"]["throughput"]["units"] == "token/s"
+    assert doc["metrics"]["tpot"]["better"] == "min"
+
+
+def test_run_json(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text('hardware = ["h100-sxm", "mi300x"]\nmodel = ["llama-3.1-8b"]\n'
+                    'batch = [1, 8]\ncontext = [1024]\nprecision = ["bf16"]\n'
+                    'parallelism = ["tp1"]\n', encoding="utf-8")
+    code, out, _ = run(capsys, "run", spec, "-o", tmp_path / "r.nc", "--json", "--no-progress")
+    doc = json.loads(out)
+    assert code == 0 and doc["points"] == 4 and doc["dims"]["hardware"] == 2
+    assert doc["output"].endswith("r.nc") and 0 <= doc["feasible_fraction"] <= 1
+    assert doc["variation"]["over"] == "hardware"

@@ -98,7 +98,7 @@ def test_import_grids_pulls_in_neither_kernels_nor_numba():
 # ------------------------------------------------------------------ the import graph of the packages
 PACKAGES = ("grids", "kernels", "sweep")
 #: sweep's rooms, lowest first: a room may import only rooms of a lower rank (and itself)
-ROOM_RANK = {"results": 0, "execute": 1, "analysis": 1, "validate": 2, "cli": 3}
+ROOM_RANK = {"results": 0, "execute": 1, "analysis": 1, "validate": 2, "report": 2, "cli": 3}
 
 
 def module_name(path: Path) -> str:
@@ -203,3 +203,13 @@ def test_every_room_says_what_it_holds():
         init = REPO / "sweep" / room / "__init__.py"
         doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
         assert doc and len(doc) > 20, f"sweep/{room}/__init__.py needs a docstring saying what it holds"
+
+
+def test_the_report_is_a_leaf():
+    """Only the CLI's report command and the package root (ds.sweep.report, at call time) import
+    sweep.report, so the rest of the package never needs its plotting library."""
+    allowed = {"sweep", "sweep.cli.report"}
+    bad = [f"{name} imports {dep}" for name, deps in import_graph().items()
+           for dep in deps if dep.startswith("sweep.report") and not name.startswith("sweep.report")
+           and name not in allowed]
+    assert not bad, bad

@@ -716,3 +716,29 @@ def test_corrupted_config_files_give_spec_error(tmp_path_factory, case):
         assert exc.problems and str(path) in str(exc)
     else:
         assert isinstance(m, ModelArch) and m.id.startswith("cfg")
+
+
+def test_hugging_face_ids_resolve_from_the_local_cache(tmp_path, monkeypatch):
+    """``meta-llama/Llama-3.1-8B`` reads the config.json that ``refs/main`` names in the hub
+    cache (HF_HUB_CACHE), and a missing one gives the exact path looked for and the fix."""
+    import shutil
+
+    from grids.models import hf_config_path, load_model
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    repo = tmp_path / "models--meta-llama--Llama-3.1-8B"
+    snap = repo / "snapshots" / "abc123"
+    snap.mkdir(parents=True)
+    shutil.copy(Path(__file__).resolve().parents[1] / "grids" / "data" / "models"
+                / "llama-3.1-8b.json", snap / "config.json")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("abc123\n")
+    m = load_model("meta-llama/Llama-3.1-8B")
+    assert m.id == "meta-llama/Llama-3.1-8B"
+    assert m.params_total == load_model("llama-3.1-8b").params_total
+    assert hf_config_path("meta-llama/Llama-3.1-8B") == snap / "config.json"
+    with pytest.raises(SpecError) as err:
+        load_model("mistralai/Mistral-7B-v0.1")
+    msg = str(err.value)
+    assert str(tmp_path / "models--mistralai--Mistral-7B-v0.1" / "snapshots") in msg
+    assert "huggingface-cli download mistralai/Mistral-7B-v0.1 config.json" in msg

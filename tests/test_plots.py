@@ -44,7 +44,7 @@ def ds():
     ("variation", {"metric": "tokens_per_joule"}),
     ("pareto", {}),
     ("pareto", {"objectives": ["tpot", "throughput_per_device", "tokens_per_joule"],
-                "hardware": "dev-00,dev-03"}),
+                "hardware": "dev-00,dev-03", "best_over": ()}),
     ("roofline", {}),
     ("regimes", {}),
 ])
@@ -53,7 +53,7 @@ def test_every_kind_renders_png(ds, tmp_path, kind, kw):
     ax = fig.axes[0]
     assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel()
     if kind in ("winner-map", "pareto", "roofline"):
-        legend = ax.get_legend()
+        legend = fig.legends[0]  # a figure legend, beside the axes, inside the canvas
         names = {t.get_text() for t in legend.get_texts()}
         assert names & set(ds["hardware"].values)  # the legend names devices
     if kind in ("winner-map", "variation", "pareto", "roofline"):
@@ -102,7 +102,9 @@ def test_bad_plot_input(ds, tmp_path):
 
 
 def test_palette_is_okabe_ito():
-    assert plots.OKABE_ITO[:2] == ("#E69F00", "#56B4E9")
+    from sweep.analysis.palette import OKABE_ITO
+
+    assert OKABE_ITO[:2] == ("#E69F00", "#56B4E9")
     colours = {plots.style(i)[0] for i in range(8)}
     assert len(colours) == 8
     assert plots.style(8)[:2] != plots.style(0)[:2]  # ninth category: same colour, new hatch

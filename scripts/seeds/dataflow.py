@@ -13,7 +13,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from sweep.analysis.plots import style
+from sweep.analysis.palette import device_look
 from sweep.analysis.select import masked
 
 from .claims import SEED4_B1, SEED4_CS3_B8, SEED4_ITL_GAIN, SEED4_SN40L_PEAK, SEED4_TTFT_LOWER
@@ -135,10 +135,10 @@ def _figure(rep, ds: xr.Dataset, tt: xr.DataArray, fig_dir: Path) -> None:
     fig = Figure(figsize=(8.5, 5.5), layout="constrained")
     ax = fig.add_subplot()
     bs = [b for b in labels(ds, "batch") if b <= 128]
-    for i, h in enumerate(present(ds, "hardware", ["a100-sxm-80g", "h100-sxm", "mi300x", "cs-3",
-                                                   "sn40l"])):
+    for h in present(ds, "hardware", ["a100-sxm-80g", "h100-sxm", "mi300x", "cs-3", "sn40l"]):
         y = [cell(tt, hardware=h, batch=b, parallelism=_layout(h)) for b in bs]
-        colour, _, marker = style(i)
+        look = device_look(h)
+        colour, marker = look.colour, look.marker
         eng = str(ds["engine"].sel(hardware=h).values) if "engine" in ds.coords else ""
         ax.plot(bs, y, marker=marker, color=colour, label=f"{h} ({_layout(h)}, {eng}), model")
     pts = [("A100", 1, SEED4_B1["a100-sxm-80g"]), ("CS-3", 1, SEED4_B1["cs-3"]),

@@ -8,7 +8,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from sweep.analysis.plots import style
+from sweep.analysis.palette import device_look
 from sweep.analysis.select import masked
 
 from .claims import SEED4_FP8_HOPPER, SEED4_FP8_HOPPER_ENERGY, SEED4_FP8_MI300X
@@ -96,15 +96,14 @@ if shrinks else 'not largest at small batch'} as compute (still 16-bit) takes ov
     fig = Figure(figsize=(8.5, 5.0), layout="constrained")
     ax = fig.add_subplot()
     bs_all = [b for b in labels(ds, "batch") if b <= 512]
-    for i, (h, prec) in enumerate([(h, p) for h, p in (("h100-sxm", "fp8"), ("gh200", "fp8"),
-                                                       ("mi300x", "fp8"), ("a100-sxm-80g",
-                                                                           "w8a16"))
-                                   if h in labels(ds, "hardware")]):
+    pairs = (("h100-sxm", "fp8"), ("gh200", "fp8"), ("mi300x", "fp8"), ("a100-sxm-80g", "w8a16"))
+    for h, prec in [(h, p) for h, p in pairs if h in labels(ds, "hardware")]:
         y = []
         for b in bs_all:
             g = [x for x in (_gain(thr, h, m, b, prec) for m in models) if finite(x)]
             y.append(float(np.median(g)) if g else np.nan)
-        colour, _, marker = style(i)
+        look = device_look(h)
+        colour, marker = look.colour, look.marker
         ax.plot(bs_all, y, marker=marker, color=colour,
                 label=f"{h}: {prec} / bf16 (median over the {len(models)} models)")
     ax.axhspan(1 + SEED4_FP8_HOPPER[0], 1 + SEED4_FP8_HOPPER[1], color="#999999", alpha=0.3,

@@ -86,6 +86,13 @@ class SweepAccessor:
         """See :func:`sweep.analysis.winners.winner`."""
         return _winners.winner(self._ds, metric, over, best_over, basis)
 
+    def margin(self, metric: str, over: str = "hardware",
+               best_over: Iterable[str] | str | None = None,
+               basis: str | None = DEFAULT_BASIS) -> xr.Dataset:
+        """Winner, runner-up, the margin between them and why nothing is feasible where
+        nothing is; see :func:`sweep.analysis.winners.margin`."""
+        return _winners.margin(self._ds, metric, over, best_over, basis)
+
     def frontier(self, metric: str, over: str = "hardware",
                  along: Iterable[str] | str = DEFAULT_ALONG,
                  best_over: Iterable[str] | str | None = None,

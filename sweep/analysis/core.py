@@ -115,6 +115,8 @@ def pareto_mask(x: np.ndarray, valid: np.ndarray | None = None,
         return out
     if n == 1 or k == 0:
         return ok.copy()
+    if k == 2:
+        return _pareto_two(x, ok)
     if n > LARGE_GROUP:
         for gi in range(g):
             idx = np.flatnonzero(ok[gi])
@@ -136,6 +138,33 @@ def pareto_mask(x: np.ndarray, valid: np.ndarray | None = None,
         dom &= okb[:, :, None]  # only feasible candidates dominate
         out[rows] = okb & ~dom.any(axis=1)
     return out
+
+
+def _pareto_two(x: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """:func:`pareto_mask` of two objectives, every group at once, by sorting: O(n log n).
+
+    Within a group sorted by the first objective, then the second, both decreasing, a point is
+    dominated iff an earlier point of strictly larger first objective has a second objective at
+    least as large, or an earlier point of the same first objective has a strictly larger
+    second one (equal points do not dominate each other)."""
+    g, n = ok.shape
+    a = np.where(ok, x[..., 0], -np.inf)
+    b = np.where(ok, x[..., 1], -np.inf)
+    order = np.lexsort((-b, -a), axis=-1)
+    a = np.take_along_axis(a, order, axis=-1)
+    b = np.take_along_axis(b, order, axis=-1)
+    col = np.broadcast_to(np.arange(n), (g, n))
+    starts = np.ones((g, n), dtype=bool)
+    starts[:, 1:] = a[:, 1:] != a[:, :-1]
+    start = np.maximum.accumulate(np.where(starts, col, 0), axis=-1)  # first of its block
+    running = np.maximum.accumulate(b, axis=-1)
+    before = np.concatenate([np.full((g, 1), -np.inf), running[:, :-1]], axis=-1)
+    strictly_larger = np.take_along_axis(before, start, axis=-1)  # max b of larger a
+    block_top = np.take_along_axis(b, start, axis=-1)
+    dominated = (strictly_larger >= b) | (block_top > b)
+    out = np.zeros((g, n), dtype=bool)
+    np.put_along_axis(out, order, ~dominated, axis=-1)
+    return out & ok
 
 
 def _dominates(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -122,19 +122,17 @@ def serving_front(ds: xr.Dataset, per: str = "device", metric: str = "throughput
     xv = np.asarray(x.values, dtype=np.float64).reshape(-1, n)
     yv = np.asarray(y.values, dtype=np.float64).reshape(-1, n)
     mask = an.pareto_mask(np.stack([xv, yv], axis=-1))
-    rows = []
-    grid = list(np.ndindex(*[y.sizes[d] for d in rest])) if rest else [()]
-    inner = list(np.ndindex(*[y.sizes[d] for d in dims])) if dims else [()]
-    for g, key in enumerate(grid):
-        for j in np.flatnonzero(mask[g]):
-            rec = {d: y[d].values[i].item() if hasattr(y[d].values[i], "item")
-                   else y[d].values[i] for d, i in zip(rest, key)}
-            rec.update({d: y[d].values[i].item() if hasattr(y[d].values[i], "item")
-                        else y[d].values[i] for d, i in zip(dims, inner[j])})
-            rec.update(per_user=xv[g, j], per_unit=yv[g, j], tpot=1.0 / xv[g, j])
-            rows.append(rec)
+    g, j = np.nonzero(mask)  # front points, group by group, in storage order
+    columns: dict[str, np.ndarray] = {}
+    for names, flat in ((rest, g), (dims, j)):
+        if not names:
+            continue
+        pos = np.unravel_index(flat, [y.sizes[d] for d in names])
+        for d, p in zip(names, pos):
+            columns[d] = np.asarray(y[d].values)[p]
+    columns.update(per_user=xv[g, j], per_unit=yv[g, j], tpot=1.0 / xv[g, j])
     cols = [*rest, *dims, "per_user", "per_unit", "tpot"]
-    table = pd.DataFrame(rows, columns=cols)
+    table = pd.DataFrame(columns, columns=cols)
     table = table.sort_values([*rest, "per_user"], kind="stable").reset_index(drop=True)
     table.attrs = {"metric": metric, "basis": b.label, "units_per_user": "token/s per user",
                    "units_per_unit": y.attrs.get("units", "")}

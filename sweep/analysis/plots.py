@@ -9,9 +9,12 @@ Kinds (``plot(ds, kind, ...)`` or ``ds.sweep.plot(kind, ...)``):
 - ``roofline``: achieved FLOP/s against arithmetic intensity with each device's ceilings;
 - ``regimes``: seed 002's Fig. 8 as a heat map of regime scores (best = 1).
 
-Colours are the Okabe-Ito colour-blind-safe palette; beyond eight categories, hatches (maps) or
-marker shapes (scatter plots) keep them distinguishable. Every figure has a title, axis labels
-with units, log axes where values span decades and a legend naming the devices.
+Every device has one look (colour, marker, hatch) in every figure, from the catalog-wide palette
+of :mod:`sweep.analysis.palette` (Okabe-Ito colours; markers and hatches beyond eight devices).
+Every figure has a title, axis labels with units, log axes where values span decades and a
+legend naming the devices; titles are wrapped to the figure's width and legends sit in the
+figure (``loc="outside ..."``, which the constrained layout makes room for), so nothing is drawn
+off the canvas (tests/test_plots.py checks the drawn extents).
 """
 
 from __future__ import annotations
@@ -25,10 +28,12 @@ from matplotlib import colormaps
 from matplotlib.colors import ListedColormap, LogNorm
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from grids.errors import SpecError, suggest
 from sweep.analysis import core as an
-from sweep.analysis.basis import DEFAULT_BASIS, normalised, parse_basis
+from sweep.analysis.basis import DEFAULT_BASIS, EXTENSIVE, normalised, parse_basis
+from sweep.analysis.palette import NONE_COLOR, looks
 from sweep.analysis.select import (
     apply_sel,
     as_dims,
@@ -37,22 +42,57 @@ from sweep.analysis.select import (
     masked,
     metric_direction,
     parse_objectives,
-    winner_index,
 )
 
-#: Okabe & Ito (2008) colour-blind-safe palette (black last)
-OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7",
-             "#000000")
-HATCHES = ("", "//", "..", "xx", "\\\\", "oo", "++", "--")
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-NONE_COLOR = "#DDDDDD"
 KINDS = ("winner-map", "variation", "pareto", "roofline", "regimes", "serving-front")
 
 
 # ------------------------------------------------------------------------------ helpers
 def style(i: int) -> tuple[str, str, str]:
-    """(colour, hatch, marker) of the i-th category."""
-    return OKABE_ITO[i % 8], HATCHES[(i // 8) % len(HATCHES)], MARKERS[(i // 8) % len(MARKERS)]
+    """(colour, hatch, marker) of the i-th category of a dim other than hardware (devices use
+    :func:`sweep.analysis.palette.device_look`)."""
+    from sweep.analysis.palette import style as look
+
+    lk = look(i)
+    return lk.colour, lk.hatch, lk.marker
+
+
+#: characters of title text per inch of figure width at the title font sizes used here
+TITLE_CHARS_PER_INCH = 11.5
+
+
+def set_title(ax, fig: Figure, text: str, fontsize: float = 11) -> None:
+    """Title of ``ax``, wrapped so that no line runs off the canvas: drawn once per try and
+    re-wrapped narrower until its extent lies inside the figure, clear of the legends. Call it
+    after the legend and colour bar are placed (the constrained layout shrinks the axes to make
+    room for them)."""
+    w = int(fig.get_figwidth() * TITLE_CHARS_PER_INCH * 11 / fontsize)
+    while True:
+        lines = [x for line in text.split("\n") for x in textwrap.wrap(line, w) or [""]]
+        title = ax.set_title("\n".join(lines), fontsize=fontsize)
+        fig.draw_without_rendering()
+        box = title.get_window_extent()
+        clear = not any(box.overlaps(leg.get_window_extent()) for leg in fig.legends)
+        if (box.x0 >= 0 and box.x1 <= fig.bbox.width and clear) or w <= 20:
+            return
+        w = int(w * 0.9)
+
+
+def ratio_ticks(axis, lo: float, hi: float) -> None:
+    """Plain tick labels ("3.6x", not "3.6x10^0") on a log colour bar of ratios from ``lo`` to
+    ``hi``; within a decade the minor ticks are labelled too (there may be no major tick)."""
+    fmt = FuncFormatter(lambda v, _: f"{v:.3g}x")
+    axis.set_major_formatter(fmt)
+    axis.set_minor_formatter(fmt if hi < 10 * lo else NullFormatter())
+
+
+def outside_legend(fig: Figure, handles, title: str, fontsize: float = 8):
+    """A legend to the right of the axes, inside the figure (the constrained layout makes room),
+    in as many columns as keep it within the figure's height."""
+    rows = max(1, int(fig.get_figheight() * 72 / (fontsize * 1.9)) - 3)
+    ncols = max(1, -(-len(handles) // rows))
+    return fig.legend(handles=handles, title=title, loc="outside right upper", frameon=False,
+                      fontsize=fontsize, ncols=ncols)
 
 
 def save(fig: Figure, path: str | Path, dpi: int = 120, *, overwrite: bool = False) -> Path:
@@ -174,53 +214,84 @@ CONTEXT_LABEL = "context [prompt tokens]"
 
 
 # ------------------------------------------------------------------------------ kinds
+#: greys of cells without a winner, by reason (most frequent first)
+NONE_GREYS = (NONE_COLOR, "#BBBBBB", "#999999", "#EEEEEE")
+#: largest map whose cells carry their numbers as text
+ANNOTATE_CELLS = 225
+
+
 def winner_map(ds: xr.Dataset, model: str | None = None, precision: str | None = None,
                metric: str = "throughput", over: str = "hardware",
                best_over=("parallelism",), sel: dict | None = None,
                basis: str | None = DEFAULT_BASIS) -> Figure:
-    """The winning ``over`` label of ``metric`` (on ``basis``) at every (batch, context)
-    cell."""
+    """The winning ``over`` label of ``metric`` (on ``basis``) at every (batch, context) cell,
+    with its margin over the runner-up written in the cell (small maps) and grey cells saying
+    why nothing is feasible there (:func:`sweep.analysis.winners.margin`)."""
+    from sweep.analysis.winners import margin
+
     check_metric(ds, metric)
     d = metric_direction(ds, metric)
     ds, m, p = _subset(ds, model, precision, sel)
     red = as_dims(ds, best_over, "best_over")
     b = None if basis is None else parse_basis(basis)
-    da = candidates(ds, metric, red, basis=b)
-    da, notes = _fix_rest(da, (over, "batch", "context"))
-    da, xs, ys = _grid(da.compute(), "batch", "context")
-    codes = np.asarray(winner_index(da, over, d).values)
-    labels = [str(x) for x in np.atleast_1d(da[over].values)]
-    present, counts = np.unique(codes[codes >= 0], return_counts=True)
-    ranked = present[np.argsort(-counts, kind="stable")]
-    pos = {int(c): i for i, c in enumerate(ranked)}
-    fig = Figure(figsize=(8.5, 6.0), layout="constrained")
+    if over not in ds.dims:
+        ds = ds.expand_dims(over)
+    mg = margin(ds, metric, over, red, b)
+    notes = []
+    for dd in list(mg.dims):
+        if dd not in ("batch", "context"):
+            notes.append(f"{dd}={mg[dd].values[0]}")
+            mg = mg.isel({dd: 0})
+    for dd in ("batch", "context"):
+        if dd not in mg.dims:
+            mg = mg.expand_dims(dd) if dd in mg.coords else mg.expand_dims({dd: [0]})
+    mg = mg.sortby(["batch", "context"]).transpose("context", "batch")
+    xs = np.asarray(mg["batch"].values, np.float64)
+    ys = np.asarray(mg["context"].values, np.float64)
+    winners = np.asarray(mg["winner"].values, dtype=object)
+    all_labels = [str(x) for x in np.atleast_1d(ds[over].values)]
+    lk = dict(zip(all_labels, looks(all_labels, over)))
+    present, counts = np.unique(winners[winners != ""], return_counts=True)
+    ranked = [str(x) for x in present[np.argsort(-counts, kind="stable")]]
+    fig = Figure(figsize=(9.0, 6.2), layout="constrained")
     ax = fig.add_subplot()
     xe, ye = _edges(xs), _edges(ys)
     handles = []
-    for c, i in pos.items():
-        colour, hatch, _ = style(i)
-        z = np.where(codes == c, 1.0, np.nan)
-        ax.pcolormesh(xe, ye, np.ma.masked_invalid(z), cmap=ListedColormap([colour]),
-                      vmin=0, vmax=2, hatch=hatch or None, edgecolors="face", linewidth=0)
-        handles.append(Patch(facecolor=colour, hatch=hatch or None, edgecolor="#333333",
-                             label=labels[c]))
-    none = codes < 0
-    if none.any():
-        ax.pcolormesh(xe, ye, np.ma.masked_invalid(np.where(none, 1.0, np.nan)),
-                      cmap=ListedColormap([NONE_COLOR]), vmin=0, vmax=2)
-        handles.append(Patch(facecolor=NONE_COLOR, edgecolor="#333333",
-                             label=f"no feasible {over}"))
+    for lab in ranked:
+        look = lk[lab]
+        z = np.where(winners == lab, 1.0, np.nan)
+        # pcolor (a PolyCollection) draws hatches; pcolormesh does not
+        ax.pcolor(xe, ye, np.ma.masked_invalid(z), cmap=ListedColormap([look.colour]),
+                  vmin=0, vmax=2, hatch=look.hatch or None, edgecolors="#FFFFFF99",
+                  linewidth=0)
+        handles.append(Patch(facecolor=look.colour, hatch=look.hatch or None,
+                             edgecolor="#333333", label=lab))
+    why = np.asarray(mg["why_none"].values, dtype=object)
+    reasons, rcounts = np.unique(why[winners == ""], return_counts=True)
+    for k, r in enumerate(str(x) for x in reasons[np.argsort(-rcounts, kind="stable")]):
+        grey = NONE_GREYS[k % len(NONE_GREYS)]
+        z = np.where((winners == "") & (why == r), 1.0, np.nan)
+        ax.pcolormesh(xe, ye, np.ma.masked_invalid(z), cmap=ListedColormap([grey]), vmin=0,
+                      vmax=2)
+        handles.append(Patch(facecolor=grey, edgecolor="#333333",
+                             label="\n".join(textwrap.wrap(f"none: {r}", 28))))
+    marg = np.asarray(mg["margin"].values, np.float64)
+    if marg.size <= ANNOTATE_CELLS:
+        for (iy, ix), v in np.ndenumerate(marg):
+            if np.isfinite(v):
+                ax.text(xs[ix], ys[iy], f"{v:.2f}x", ha="center", va="center", fontsize=6.5,
+                        bbox={"facecolor": "white", "alpha": 0.75, "pad": 0.6,
+                              "edgecolor": "none"})
     _log_axes(ax, xs, ys, BATCH_LABEL, CONTEXT_LABEL)
     ax.set_xlim(xe[0], xe[-1])
     ax.set_ylim(ye[0], ye[-1])
     better = "lowest" if d == "min" else "highest"
     how = f"each at its best {'/'.join(red)}; " if red else ""
     extra = f" ({', '.join(notes)})" if notes else ""
-    ax.set_title(f"Winner: {over} with the {better} {metric} {_basis_text(b)}\n"
-                 f"{how}model {m or '-'}, precision {p or '-'}{extra}",
-                 fontsize=11)
-    ax.legend(handles=handles, title=over, loc="upper left", bbox_to_anchor=(1.01, 1.0),
-              frameon=False)
+    cells = "; numbers: margin over the runner-up" if marg.size <= ANNOTATE_CELLS else ""
+    outside_legend(fig, handles, over)
+    set_title(ax, fig, f"Winner: {over} with the {better} {metric} {_basis_text(b)}\n"
+              f"{how}model {m or '-'}, precision {p or '-'}{extra}{cells}")
     return fig
 
 
@@ -247,7 +318,8 @@ def variation_map(ds: xr.Dataset, model: str | None = None, precision: str | Non
         norm = LogNorm(vmin=lo, vmax=hi if hi > lo else lo * 1.01)
         mesh = ax.pcolormesh(xe, ye, np.ma.masked_invalid(np.where(ok, ratio, np.nan)),
                              cmap="viridis", norm=norm)
-        fig.colorbar(mesh, ax=ax, label=f"max/min {metric} across {over} [x]")
+        bar = fig.colorbar(mesh, ax=ax, label=f"max/min {metric} across {over} [x]")
+        ratio_ticks(bar.ax.yaxis, norm.vmin, norm.vmax)
         iy, ix = np.unravel_index(int(np.where(ok, ratio, -np.inf).argmax()), ratio.shape)
         peak_note = (f"largest {ratio[iy, ix]:.3g}x at batch {_fmt_tick(xs[ix])}, context "
                      f"{_fmt_tick(ys[iy])} (outlined)")
@@ -268,52 +340,68 @@ def variation_map(ds: xr.Dataset, model: str | None = None, precision: str | Non
     ax.set_ylim(ye[0], ye[-1])
     how = f" (best {'/'.join(red)} each)" if red else ""
     extra = f", {', '.join(notes)}" if notes else ""
-    ax.set_title(f"max/min {metric} {_basis_text(b)} across {over}{how}; grey: < 2 feasible\n"
-                 f"model {m or '-'}, precision {p or '-'}{extra}; {peak_note}", fontsize=10)
+    set_title(ax, fig, f"max/min {metric} {_basis_text(b)} across {over}{how}; grey: < 2 "
+              f"feasible\nmodel {m or '-'}, precision {p or '-'}{extra}; {peak_note}",
+              fontsize=10)
     return fig
 
 
 def pareto_plot(ds: xr.Dataset, objectives=("tpot", "throughput"), model: str | None = None,
                 precision: str | None = None, color_by: str = "hardware",
                 sel: dict | None = None, hardware=None,
-                basis: str | None = DEFAULT_BASIS) -> Figure:
-    """First two objectives (throughputs on ``basis``) of every feasible configuration of one
-    model and precision; the non-dominated points (over all of them, for all objectives) are
-    drawn large."""
+                basis: str | None = DEFAULT_BASIS, best_over=("parallelism",)) -> Figure:
+    """First two objectives (throughputs on ``basis``) of the feasible configurations of one
+    model and precision; the non-dominated points (over all shown, for all objectives) are drawn
+    large.
+
+    ``best_over`` (default the layouts): each device is shown at its best layout at every
+    workload point, the layout best in the first throughput objective on ``basis`` (the first
+    objective when none is a throughput), as in the winner map; ``()`` shows every layout
+    (tens of thousands of points on the default grid, most of them layouts nobody would run).
+    """
     objs = parse_objectives(ds, objectives)
     ds, m, p = _subset(only_hardware(ds, hardware), model, precision, sel)
     names = [n for n, _ in objs]
     b = None if basis is None else parse_basis(basis)
-    front = ds.sweep.pareto(dict(objs), over=list(ds.dims), basis=b)
+    red = as_dims(ds, best_over, "best_over")
     (xn, xd), (yn, yd) = objs[0], objs[1]
+    dims = list(masked(ds, xn).dims)
 
-    def on_basis(name: str) -> xr.DataArray:
-        return (masked(ds, name) if b is None else normalised(ds, name, b)).transpose(
-            *masked(ds, xn).dims)
+    def on_basis(name: str) -> np.ndarray:
+        da = masked(ds, name) if b is None else normalised(ds, name, b)
+        return np.asarray(da.broadcast_like(masked(ds, xn)).transpose(*dims).values,
+                          np.float64)
 
-    x = np.asarray(on_basis(xn).values, np.float64).ravel()
-    y = np.asarray(on_basis(yn).values, np.float64).ravel()
-    fr = np.asarray(front.transpose(*masked(ds, xn).dims).values).ravel()
-    ok = np.isfinite(x) & np.isfinite(y)
-    for n in names[2:]:
-        ok &= np.isfinite(np.asarray(masked(ds, n).transpose(*masked(ds, xn).dims).values,
-                                     np.float64).ravel())
-    if "fits" in ds:
-        ok &= np.asarray(ds["fits"].transpose(*masked(ds, xn).dims).values).ravel() == 1
-    cat = _category(ds, color_by, masked(ds, xn).dims)
+    vals = {n: on_basis(n) for n, _ in objs}
+    cat = _category(ds, color_by, dims).reshape([ds.sizes[x] for x in dims])
+    how = "all feasible configurations"
+    if "parallelism" in red:
+        key, kd = next(((n, dd) for n, dd in objs if n in EXTENSIVE), objs[0])
+        ax_l = dims.index("parallelism")
+        idx = an.extreme_index(vals[key], np.isfinite(vals[key]), kd, axis=ax_l)
+        take = np.expand_dims(np.clip(idx, 0, None), ax_l)
+        vals = {n: np.where(idx >= 0, np.take_along_axis(v, take, ax_l).squeeze(ax_l), np.nan)
+                for n, v in vals.items()}
+        cat = np.take_along_axis(cat, take, ax_l).squeeze(ax_l)
+        how = f"each {color_by if color_by != 'parallelism' else 'device'} at its best layout " \
+              f"for {key}"
+    x, y = vals[xn].ravel(), vals[yn].ravel()
+    cat = cat.ravel()
+    stacked = np.stack([an.oriented(vals[n].ravel(), dd) for n, dd in objs], axis=-1)
+    ok = np.isfinite(stacked).all(axis=-1)
+    fr = an.pareto_mask(stacked[None], ok[None])[0]
     fig = Figure(figsize=(9.0, 6.0), layout="constrained")
     ax = fig.add_subplot()
     labels = sorted({c for c, o in zip(cat, ok) if o})
     handles = []
-    for i, lab in enumerate(labels):
-        colour, _, marker = style(i)
+    for lab, look in zip(labels, looks(labels, color_by)):
         sel_ = ok & (cat == lab)
-        ax.scatter(x[sel_ & ~fr], y[sel_ & ~fr], s=8, c=colour, marker=marker, alpha=0.35,
-                   linewidths=0)
-        ax.scatter(x[sel_ & fr], y[sel_ & fr], s=46, c=colour, marker=marker,
+        ax.scatter(x[sel_ & ~fr], y[sel_ & ~fr], s=10, c=look.colour, marker=look.marker,
+                   alpha=0.45, linewidths=0)
+        ax.scatter(x[sel_ & fr], y[sel_ & fr], s=46, c=look.colour, marker=look.marker,
                    edgecolors="black", linewidths=0.8, zorder=3)
-        handles.append(ax.scatter([], [], s=46, c=colour, marker=marker, edgecolors="black",
-                                  linewidths=0.8, label=lab))
+        handles.append(ax.scatter([], [], s=46, c=look.colour, marker=look.marker,
+                                  edgecolors="black", linewidths=0.8, label=lab))
     if len(objs) == 2 and (ok & fr).any():
         fx, fy = x[ok & fr], y[ok & fr]
         order = np.argsort(fx)
@@ -328,12 +416,9 @@ def pareto_plot(ds: xr.Dataset, objectives=("tpot", "throughput"), model: str | 
     ax.set_ylabel(f"{_basis_label(ds, yn, b)} ({'lower' if yd == 'min' else 'higher'} is "
                   f"better)")
     others = f"; front over {', '.join(names)}" if len(names) > 2 else ""
-    ax.set_title(f"Pareto front {_basis_text(b)}: {yn} vs {xn} (large, outlined: "
-                 f"non-dominated{others})\n"
-                 f"model {m or '-'}, precision {p or '-'}, all feasible configurations",
-                 fontsize=11)
-    ax.legend(handles=handles, title=color_by, loc="upper left", bbox_to_anchor=(1.01, 1.0),
-              frameon=False, fontsize=8, ncols=1 if len(handles) <= 16 else 2)
+    outside_legend(fig, handles, color_by)
+    set_title(ax, fig, f"Pareto front {_basis_text(b)}: {yn} vs {xn} (large, outlined: "
+              f"non-dominated{others})\nmodel {m or '-'}, precision {p or '-'}, {how}")
     ax.grid(True, which="major", alpha=0.3)
     return fig
 
@@ -371,42 +456,52 @@ def roofline_plot(ds: xr.Dataset, model: str | None = None, precision: str | Non
     xs_fin = xs_all[np.isfinite(xs_all) & (xs_all > 0)]
     xlo = xs_fin.min() / 4 if xs_fin.size else 0.1
     xhi = xs_fin.max() * 4 if xs_fin.size else 1e4
+    if use_flops:  # show each roof's knee (peak / bandwidth), within reason
+        knees = [p / b for p, b in (roof(ds, peak, i) for i in range(ds.sizes["hardware"]))
+                 if np.isfinite(p / b) and p / b > 0]
+        xhi = min(max([xhi, *(2 * k for k in knees)]), 1e4)
     xx = np.geomspace(xlo, xhi, 200)
     handles = []
-    j = 0
-    for i, h in enumerate(hw):
+    flat_only = []
+    for i, (h, look) in enumerate(zip(hw, looks(hw))):
         a = np.atleast_1d(np.asarray(ai.isel(hardware=i).values, np.float64))
         b = np.atleast_1d(np.asarray(y.isel(hardware=i).values, np.float64))
         good = np.isfinite(a) & np.isfinite(b) & (a > 0) & (b > 0)
         if not good.any():
             continue
-        colour, _, marker = style(j)
-        j += 1
-        ax.plot(a[good], b[good], marker=marker, color=colour, lw=1.2, ms=6,
-                mec="black", mew=0.5, label=h, zorder=3)
+        handles.append(ax.plot(a[good], b[good], marker=look.marker, color=look.colour, lw=1.2,
+                               ms=6, mec="black", mew=0.5, label=h, zorder=3)[0])
         if use_flops:
-            pk = float(peak.isel(hardware=i).values) if "hardware" in peak.dims else float(peak)
-            bw = (float(ds["hbm_bandwidth"].isel(hardware=i).values)
-                  if "hbm_bandwidth" in ds.coords else np.nan)
-            ceil = np.full_like(xx, pk) if not np.isfinite(bw) else np.minimum(pk, xx * bw)
-            ax.plot(xx, ceil, color=colour, lw=1, ls="--", alpha=0.8, zorder=2)
-        handles.append(h)
+            pk, bw = roof(ds, peak, i)
+            if not (np.isfinite(bw) and bw > 0):
+                flat_only.append(h)
+            ax.plot(xx, np.minimum(pk, xx * bw) if h not in flat_only else np.full_like(xx, pk),
+                    color=look.colour, lw=1, ls="--", alpha=0.8, zorder=2, gid=f"roof:{h}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity of the decode step [FLOP/B]")
     ax.set_ylabel("achieved FLOP/s per device [FLOP/s]" if use_flops
                   else "model FLOP/s utilisation (mfu) [1]")
     extra = f", {', '.join(notes)}" if notes else ""
-    ax.set_title(f"Decode roofline (points: batch sizes; dashed: peak and DRAM-bandwidth "
-                 f"ceilings)\nmodel {m or '-'}, precision {p or '-'}, context {ctx or '-'}, "
-                 f"layout {lay or '-'}{extra}", fontsize=11)
+    flat = (f"; no DRAM, peak only: {', '.join(flat_only)}" if flat_only else "")
     if handles:
-        ax.legend(title="hardware", loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                  frameon=False, fontsize=8)
+        outside_legend(fig, handles, "hardware")
     else:
         ax.text(0.5, 0.5, "no feasible point", transform=ax.transAxes, ha="center")
     ax.grid(True, which="major", alpha=0.3)
+    set_title(ax, fig, f"Decode roofline (points: batch sizes; dashed: peak FLOP/s and "
+              f"DRAM-bandwidth roofs{flat})\nmodel {m or '-'}, precision {p or '-'}, context "
+              f"{ctx or '-'}, layout {lay or '-'}{extra}")
     return fig
+
+
+def roof(ds: xr.Dataset, peak: xr.DataArray, i: int) -> tuple[float, float]:
+    """(peak FLOP/s, DRAM bandwidth B/s) of the i-th device: the compute roof and the slope of
+    the memory roof (the catalog's ``dram_bandwidth`` coordinate; NaN for SRAM-only devices)."""
+    pk = float(peak.isel(hardware=i).values) if "hardware" in peak.dims else float(peak)
+    bw = (float(ds["dram_bandwidth"].isel(hardware=i).values) if "dram_bandwidth" in ds.coords
+          else np.nan)
+    return pk, bw
 
 
 def regimes_plot(ds: xr.Dataset, sel: dict | None = None,
@@ -414,7 +509,8 @@ def regimes_plot(ds: xr.Dataset, sel: dict | None = None,
     """Seed 002 Fig. 8, quantitatively: regime x device scores (best = 1)."""
     ds = apply_sel(ds, sel)
     r = ds.sweep.regimes(basis=basis)
-    score = np.asarray(r["score"].values, np.float64)
+    # a device that serves none of a regime's points has no score there (n/a), not 0.00
+    score = np.asarray(r["score"].where(r["coverage"] > 0).values, np.float64)
     hw = [str(h) for h in r["hardware"].values]
     titles = [f"{t}\n({mt})" for t, mt in zip(r["title"].values, r["metric"].values)]
     fig = Figure(figsize=(max(7.0, 0.45 * len(hw) + 3.5), 5.5), layout="constrained")
@@ -430,11 +526,11 @@ def regimes_plot(ds: xr.Dataset, sel: dict | None = None,
     ax.set_ylabel("operational regime (metric)")
     fig.colorbar(im, ax=ax, label="score relative to the best device [1]")
     missing = [str(k) for k, why in zip(r["regime"].values, r["reason"].values) if why]
-    sub = (f"n/a (slice absent or nothing feasible; reasons: sweep regimes): "
-           f"{', '.join(missing)}" if missing else "higher is better in every row")
-    ax.set_title(f"Operational regimes (seed 002 Fig. 8), best device = 1.0; throughputs "
-                 f"{r.attrs.get('basis', '')}\n"
-                 + "\n".join(textwrap.wrap(sub, 90)), fontsize=10)
+    sub = (f"rows n/a (slice absent or nothing feasible; reasons: sweep regimes): "
+           f"{', '.join(missing)}; " if missing else "")
+    set_title(ax, fig, f"Operational regimes (seed 002 Fig. 8), best device = 1.0; throughputs "
+              f"{r.attrs.get('basis', '')}\n{sub}n/a: the device serves none of the regime's "
+              f"points; higher is better in every row", fontsize=10)
     return fig
 
 
@@ -476,17 +572,20 @@ def serving_front_plot(ds: xr.Dataset, model: str | None = None, precision: str 
     ax = fig.add_subplot()
     parts = list(table.groupby(groups, sort=True)) if groups and len(table) else []
     keys = [k for k, _ in parts]
+    first = [k[0] if isinstance(k, tuple) else k for k in keys]
+    kinds = looks(first, groups[0]) if groups else []
+    handles = []
     for j, (key, g) in enumerate(parts):
         g = g.sort_values("per_user")
-        colour, _, marker = style(j)
+        look = kinds[j]
         label = " / ".join(map(str, key if isinstance(key, tuple) else (key,)))
-        ax.plot(g["per_user"], g["per_unit"], marker=marker, color=colour, lw=1.3, ms=5,
-                mec="black", mew=0.4, label=label, drawstyle="steps-post", zorder=3)
+        handles.append(ax.plot(g["per_user"], g["per_unit"], marker=look.marker,
+                               color=look.colour, lw=1.3, ms=5, mec="black", mew=0.4,
+                               label=label, drawstyle="steps-post", zorder=3)[0])
     if not keys:
         ax.text(0.5, 0.5, "no feasible point", transform=ax.transAxes, ha="center")
     else:
-        ax.legend(title=" / ".join(groups), loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                  frameon=False, fontsize=8)
+        outside_legend(fig, handles, " / ".join(groups))
     if len(table) and _spans_decades(table["per_unit"].to_numpy()):
         ax.set_yscale("log")
     if len(table) and _spans_decades(table["per_user"].to_numpy()):
@@ -495,9 +594,9 @@ def serving_front_plot(ds: xr.Dataset, model: str | None = None, precision: str 
     ax.set_xlabel("tokens/s per user = 1 / TPOT [token/s] (higher is better)")
     ax.set_ylabel(f"throughput {table.attrs.get('basis', '')} [{units}] (higher is better)")
     extra = f", {', '.join(notes)}" if notes else ""
-    ax.set_title(f"Serving front: per-user speed vs throughput ({table.attrs.get('basis', '')}),"
-                 f" best over batch and layout\nmodel {m or '-'}, precision {p or '-'}, "
-                 f"context {ctx or '-'}{extra}", fontsize=11)
+    set_title(ax, fig, f"Serving front: per-user speed vs throughput "
+              f"({table.attrs.get('basis', '')}), best over batch and layout\nmodel {m or '-'}, "
+              f"precision {p or '-'}, context {ctx or '-'}{extra}")
     ax.grid(True, which="major", alpha=0.3)
     return fig
 

@@ -177,19 +177,27 @@ def parse_objectives(ds: xr.Dataset, objectives) -> list[tuple[str, str]]:
 
 
 def apply_sel(ds: xr.Dataset, sel: dict | None) -> xr.Dataset:
-    """Select ``{dim: value}`` pairs (values matched as text too: ``'8'`` selects batch 8)."""
+    """Select ``{dim: value}`` pairs (values matched as text too: ``'8'`` selects batch 8). A
+    list of values keeps the dim with those values, in the order given."""
     for dim, value in (sel or {}).items():
         if dim not in ds.coords:
             raise SpecError(f"cannot select {dim}={value!r}: no such dim"
                             f"{suggest(str(dim), [str(d) for d in ds.dims])}")
+        many = isinstance(value, (list, tuple))
+        wanted = [str(v) for v in value] if many else [str(value)]
         if dim not in ds.dims:
-            if str(ds[dim].values.item()) != str(value):
-                raise SpecError(f"{dim}={value!r} is not in the result")
+            if str(ds[dim].values.item()) not in wanted:
+                raise SpecError(f"{dim}={value!r} is not in the result (it holds "
+                                f"{ds[dim].values.item()!r})")
             continue
         labels = [str(x) for x in ds[dim].values]
-        if str(value) not in labels:
-            raise SpecError(f"{dim}={value!r} is not in the result{suggest(str(value), labels)}")
-        ds = ds.isel({dim: labels.index(str(value))})
+        for w in wanted:
+            if w not in labels:
+                raise SpecError(f"{dim}={w!r} is not in the result{suggest(w, labels)}")
+        if len(set(wanted)) != len(wanted):
+            raise SpecError(f"{dim}: a value is given twice in {value!r}")
+        idx = [labels.index(w) for w in wanted]
+        ds = ds.isel({dim: idx if many else idx[0]})
     return ds
 
 

@@ -27,6 +27,18 @@ from sweep.analysis.select import (
 DEFAULT_ALONG = ("batch", "context")
 
 
+def _compared(ds: xr.Dataset, metric: str, over: str, best_over, basis):
+    """(reduced dims, direction, basis, candidates): what :func:`winner` and :func:`margin`
+    compare, the metric on the basis with ``best_over`` reduced."""
+    need_dim(ds, over, "over")
+    red = default_best_over(ds, best_over, over)
+    if over in red:
+        raise SpecError(f"over={over!r} cannot also be in best_over")
+    d = metric_direction(ds, metric)
+    b = None if basis is None else parse_basis(basis)
+    return red, d, b, candidates(ds, metric, red, basis=b)
+
+
 def winner(ds: xr.Dataset, metric: str, over: str = "hardware",
            best_over: Iterable[str] | str | None = None,
            basis: str | None = DEFAULT_BASIS) -> xr.DataArray:
@@ -36,13 +48,7 @@ def winner(ds: xr.Dataset, metric: str, over: str = "hardware",
     kW at the system boundary; None = raw grid values) and ``best_over`` dims are reduced to
     their best value (default: the layouts, each device at its best layout).
     """
-    need_dim(ds, over, "over")
-    red = default_best_over(ds, best_over, over)
-    if over in red:
-        raise SpecError(f"over={over!r} cannot also be in best_over")
-    d = metric_direction(ds, metric)
-    b = None if basis is None else parse_basis(basis)
-    da = candidates(ds, metric, red, basis=b)
+    _, d, b, da = _compared(ds, metric, over, best_over, basis)
     out = index_labels(winner_index(da, over, d), da[over].values, "winner")
     out.attrs = {"long_name": f"{over} with the {'lowest' if d == 'min' else 'highest'} "
                               f"{metric}", "metric": metric, "over": over,
@@ -125,3 +131,58 @@ def _all_integral(s: pd.Series) -> bool:
     except (TypeError, ValueError):
         return False
     return bool(len(v)) and bool(np.all(np.isfinite(v) & (v == np.round(v))))
+
+
+def margin(ds: xr.Dataset, metric: str, over: str = "hardware",
+           best_over: Iterable[str] | str | None = None,
+           basis: str | None = DEFAULT_BASIS) -> xr.Dataset:
+    """The winner of :func:`winner`, its runner-up and by how much it wins, at every point.
+
+    Returns ``winner`` and ``runner_up`` (labels, ``""`` where none), ``best`` and ``second``
+    (their values on ``basis``), ``margin`` (best / second for higher-is-better metrics, second
+    / best for lower-is-better ones: >= 1; NaN with fewer than two feasible candidates),
+    ``n_feasible`` and ``why_none``: where nothing is feasible, why (the reason most candidates
+    share, :func:`sweep.analysis.feasible.why_infeasible`; points that fit but do not count on
+    the basis: :data:`sweep.analysis.feasible.OUTSIDE_BASIS`), ``""`` elsewhere.
+    """
+    from sweep.analysis.feasible import OUTSIDE_BASIS, why_infeasible
+
+    red, d, b, da = _compared(ds, metric, over, best_over, basis)
+    da = da.compute()
+    labels = da[over].values
+    first = winner_index(da, over, d)
+    taken = xr.DataArray(np.arange(da.sizes[over]), dims=over) == first
+    second_i = winner_index(da.where(~taken), over, d)
+
+    rest = [x for x in da.dims if x != over]
+    values = np.asarray(da.transpose(*rest, over).values, dtype=np.float64)
+
+    def at(index: xr.DataArray) -> xr.DataArray:
+        i = np.asarray(index.transpose(*rest).values)
+        v = np.take_along_axis(values, np.clip(i, 0, None)[..., None], -1)[..., 0]
+        return xr.DataArray(np.where(i >= 0, v, np.nan), dims=rest,
+                            coords=dict(index.coords.items()))
+
+    best, second = at(first), at(second_i)
+    ratio = best / second if d == "max" else second / best
+    out = xr.Dataset({
+        "winner": index_labels(first, labels, "winner"),
+        "runner_up": index_labels(second_i, labels, "runner_up"),
+        "best": best.assign_attrs(units=da.attrs.get("units", "")),
+        "second": second.assign_attrs(units=da.attrs.get("units", "")),
+        "margin": ratio.where(second_i >= 0).assign_attrs(
+            units="1", long_name=f"how many times better the winner's {metric} is than the "
+                                 f"runner-up's"),
+        "n_feasible": np.isfinite(da).sum(over).assign_attrs(
+            units="1", long_name=f"{over} values with a feasible point"),
+    })
+    if {"fits", "infeasible_reason"} <= set(ds.data_vars):
+        why = why_infeasible(ds, (over, *red))
+        fits_somewhere = why == ""
+        why = xr.where((first < 0) & fits_somewhere, OUTSIDE_BASIS, why)
+        out["why_none"] = why.where(first < 0, "").astype(object)
+    else:
+        out["why_none"] = xr.where(first < 0, "nothing feasible", "").astype(object)
+    out.attrs = {"metric": metric, "over": over, "best_over": " ".join(red),
+                 "direction": d, "basis": b.label if b else "grid values (no basis)"}
+    return out

@@ -20,7 +20,7 @@ EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 #: command modules, in the order their commands appear in ``sweep --help``
 COMMAND_MODULES = ("sweep.cli.run", "sweep.cli.catalog", "sweep.cli.analysis",
-                   "sweep.cli.validate", "sweep.cli.glossary")
+                   "sweep.cli.report", "sweep.cli.validate", "sweep.cli.glossary")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -30,9 +30,21 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(EXIT_BAD_INPUT)
 
 
+def _version() -> str:
+    from sweep.results.provenance import package_version
+
+    return package_version()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="sweep", description="Parametric roofline sweeps of LLM inference on AI "
-                "accelerators (see README.md).")
+                "accelerators: evaluate a grid of hardware x model x batch x context x precision "
+                "x layout x engine (sweep run), then analyse, plot and report the result.",
+                epilog="Start with 'sweep run' (the built-in default grid, written to sweep.nc), "
+                "then 'sweep info sweep.nc' and 'sweep report sweep.nc -o report.html'. "
+                "'sweep COMMAND --help' describes a command's options; 'sweep glossary' every "
+                "metric, dim and basis with its units; 'sweep catalog hardware' the devices.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for mod in COMMAND_MODULES:
         importlib.import_module(mod).register(sub)

@@ -120,10 +120,36 @@ def _cmd_frontier(args: argparse.Namespace, ds) -> int:
                      "best_over": list(red), "basis": _basis_label(basis), "crossovers": rows})
         return EXIT_OK
     how = f", each at its best {'/'.join(red)}" if red else ""
+    units = ds[args.metric].attrs.get("units", "")
+    if basis is not None and args.metric in ("throughput", "total_throughput"):
+        units = basis.units(units)
     print(f"winner of {args.metric} ({_basis_label(basis)}) across {args.over}{how}: "
           f"{len(table)} crossover(s) along {', '.join(args.along)}")
-    print(text_table(table, TEXT_ROWS if args.limit is None else args.limit))
+    lines = crossover_lines(table, args.over, units)
+    limit = TEXT_ROWS if args.limit is None else args.limit
+    print("\n".join(lines if limit <= 0 else lines[:limit]) or "(none)")
+    if 0 < limit < len(lines):
+        print(f"... {len(lines) - limit} more (use --limit 0 for all, --json for a table)")
     return EXIT_OK
+
+
+def crossover_lines(table: pd.DataFrame, over: str, units: str) -> list[str]:
+    """One sentence per crossover of a frontier table: where it happens (the fixed dims), and
+    which label wins up to which value of the changing dim and from which value on."""
+    fixed = [c for c in table.columns if c not in (
+        "dim", "value_before", "value_after", "winner_before", "winner_after", "best_before",
+        "best_after")]
+    u = f" {units}" if units and units != "1" else ""
+    out = []
+    for r in table.itertuples(index=False):
+        rec = r._asdict()
+        where = ", ".join(f"{c} {rec[c]}" for c in fixed if c != rec["dim"]
+                          and not pd.isna(rec[c]))
+        out.append(f"{where or 'everywhere'}: {rec['winner_before']} wins up to {rec['dim']} "
+                   f"{rec['value_before']} ({rec['best_before']:.4g}{u}), "
+                   f"{rec['winner_after']} from {rec['dim']} {rec['value_after']} "
+                   f"({rec['best_after']:.4g}{u})")
+    return out
 
 
 @_with_result
@@ -183,7 +209,8 @@ def _cmd_regimes(args: argparse.Namespace, ds) -> int:
                              zip(r["hardware"].values, row["coverage"].values)}})
         print_json(out)
         return EXIT_OK
-    table = r["score"].to_pandas().T
+    # a device that serves none of a regime's points has no score there: n/a, not 0.00
+    table = r["score"].where(r["coverage"] > 0).to_pandas().T
     table.columns = [str(c) for c in table.columns]
     print(f"Operational regimes of seed 002 (section IV-A), score per device, best = 1.00 "
           f"(throughputs {_basis_label(basis)})")
@@ -250,7 +277,8 @@ def _plot(args: argparse.Namespace, ds) -> int:
         kw["best_over"] = _best_over(ds, args.best_over, args.over)
     elif kind == "pareto":
         kw.update(model=args.model, precision=args.precision, hardware=args.hardware,
-                  objectives=args.objectives or ["tpot", "throughput"], basis=_basis(args))
+                  objectives=args.objectives or ["tpot", "throughput"], basis=_basis(args),
+                  best_over=_best_over(ds, args.best_over, "hardware"))
     elif kind == "serving-front":
         kw.update(model=args.model, precision=args.precision, hardware=args.hardware,
                   context=args.context, per=args.per)
@@ -303,9 +331,10 @@ def _cmd_goodput(args: argparse.Namespace, ds) -> int:
 # ------------------------------------------------------------------------------ parser
 def _common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
     p.add_argument("result", help="result file (netCDF or Zarr) written by 'sweep run'")
-    p.add_argument("--sel", action="append", metavar="DIM=VALUE",
-                   help="analyse only this value of a dim (repeatable), e.g. "
-                        "--sel model=llama-3.1-8b")
+    p.add_argument("--sel", action="append", metavar="DIM=VALUE[,VALUE...]",
+                   help="analyse only these values of a dim (repeatable; one value selects "
+                        "the dim away, several keep it), e.g. --sel model=llama-3.1-8b "
+                        "--sel hardware=h100-sxm,mi300x,tpu-v6e")
     if json_flag:
         p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -376,7 +405,8 @@ def register(subparsers) -> None:
                    "(default throughput)")
     g.add_argument("--over", default="hardware", help="dim compared in winner-map/variation")
     g.add_argument("--best-over", nargs="+", metavar="DIM",
-                   help="dims reduced to their best value (default parallelism; 'none')")
+                   help="winner-map/variation/pareto: dims reduced to their best value "
+                        "(default parallelism: each device at its best layout; 'none')")
     g.add_argument("--objectives", nargs="+", default=None, metavar="METRIC[:min|max]",
                    help="pareto: objectives, the first two are plotted (default tpot "
                         "throughput)")

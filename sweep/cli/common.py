@@ -12,18 +12,21 @@ import pandas as pd
 from grids.errors import SpecError
 
 
-def parse_sel(items: list[str] | None) -> dict[str, str]:
-    """``--sel DIM=VALUE`` options as a dict."""
-    out: dict[str, str] = {}
+def parse_sel(items: list[str] | None) -> dict[str, str | list[str]]:
+    """``--sel DIM=VALUE`` options as a dict; ``DIM=A,B`` (several values, the dim kept) gives a
+    list. Repeating a dim adds its values: ``--sel hardware=a --sel hardware=b``."""
+    out: dict[str, str | list[str]] = {}
     for item in items or ():
         dim, eq, value = str(item).partition("=")
-        if not eq or not dim.strip() or not value.strip():
-            raise SpecError(f"--sel {item!r}: write DIM=VALUE, e.g. --sel model=llama-3.1-8b")
+        values = [v.strip() for v in value.split(",")]
+        if not eq or not dim.strip() or not all(values):
+            raise SpecError(f"--sel {item!r}: write DIM=VALUE or DIM=A,B,..., e.g. "
+                            f"--sel model=llama-3.1-8b or --sel hardware=h100-sxm,mi300x")
         dim = dim.strip()
-        if dim in out and out[dim] != value.strip():
-            raise SpecError(f"--sel {dim}= given twice ({out[dim]!r} and {value.strip()!r}): "
-                            f"select one value per dim")
-        out[dim] = value.strip()
+        if dim in out:
+            prev = out[dim]
+            values = [*(prev if isinstance(prev, list) else [prev]), *values]
+        out[dim] = values if len(values) > 1 else values[0]
     return out
 
 

@@ -85,6 +85,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
                                   reopen=False)
         args.published = stats.path  # for main(): a signal from here on comes after publication
         t1 = time.perf_counter()
+        if args.json:
+            from sweep.cli.common import print_json
+            from sweep.cli.summary import run_record
+
+            print_json(run_record(None, stats, time.perf_counter() - t0 + startup, startup,
+                                  args.output))
+            return EXIT_OK
         # the headline was computed from the chunks during the run; its time is part of the
         # wall time printed, which runs from process start to the report
         text = run_summary(None, stats, t1 - t0 + startup, args.output)
@@ -95,11 +102,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    from sweep.cli.summary import info_text
+    from sweep.cli.common import print_json
+    from sweep.cli.summary import info_record, info_text
     from sweep.results.files import open_result
 
     with open_result(args.result) as ds:
-        print(info_text(ds))
+        if args.json:
+            print_json(info_record(ds))
+        else:
+            print(info_text(ds))
     return EXIT_OK
 
 
@@ -123,10 +134,14 @@ def register(sub) -> None:
                    help="replace the output even if it is not a result written by sweep (by "
                         "default only a previous result is replaced)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument("--json", action="store_true", help="print the summary as JSON (the "
+                   "progress bar still goes to stderr on a terminal)")
     r.add_argument("--scheduler", default=None,
                    help="run on Dask: 'local:N' (local cluster of N workers) or tcp://HOST:PORT")
     r.set_defaults(func=_cmd_run)
 
     i = sub.add_parser("info", help="describe a result file: dims, metrics with units, provenance")
-    i.add_argument("result")
+    i.add_argument("result", help="result file (netCDF or Zarr) written by 'sweep run'")
+    i.add_argument("--json", action="store_true", help="print JSON: dims with their values, "
+                   "metrics with units, provenance")
     i.set_defaults(func=_cmd_info)

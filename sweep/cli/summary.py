@@ -8,6 +8,7 @@ import xarray as xr
 from grids.errors import SpecError
 from sweep.analysis.basis import DEFAULT_BASIS
 from sweep.analysis.variation import max_variation
+from sweep.results.provenance import parameters_text
 
 
 def run_summary(ds: xr.Dataset | None, stats, wall: float, output) -> str:
@@ -65,6 +66,42 @@ def _headline(hv: dict | None, skipped: str = "", output=None) -> list[str]:
             "power:10kW | cost)"]
 
 
+def run_record(ds: xr.Dataset | None, stats, wall: float, startup: float, output) -> dict:
+    """What ``sweep run --json`` prints: the summary's facts as numbers. The headline comes from
+    the run itself when it computed it from its chunks (``stats.summary``), else from ``ds``."""
+    hv = None
+    obs = getattr(stats, "summary", None)
+    if obs is not None:
+        hv = obs.finish()
+    elif ds is not None and ds.sizes.get("hardware", 0) >= 2 and "throughput" in ds.data_vars:
+        try:
+            hv = max_variation(ds, "throughput", "hardware", basis=DEFAULT_BASIS)
+        except SpecError:
+            hv = None
+    sizes = getattr(stats, "sizes", None) or (dict(ds.sizes) if ds is not None else {})
+    return {"output": None if output is None else str(output), "dims": dict(sizes),
+            "points": stats.points, "chunks": stats.chunks,
+            "feasible_fraction": stats.feasible / stats.points if stats.points else 0.0,
+            "wall_s": wall, "startup_s": startup, "kernel_write_s": stats.seconds,
+            "points_per_s": stats.points_per_second, "variation": hv}
+
+
+def info_record(ds: xr.Dataset) -> dict:
+    """What ``sweep info --json`` prints: dims with their values, metrics with units, and the
+    provenance attributes (the JSON ones parsed)."""
+    import json
+
+    attrs = {}
+    for k, v in ds.attrs.items():
+        attrs[k] = json.loads(v) if k.endswith("_json") else v
+    return {"dims": {d: [x.item() if hasattr(x, "item") else x for x in ds[d].values]
+                     for d in ds.dims},
+            "metrics": {n: {"units": ds[n].attrs.get("units", ""),
+                            "long_name": ds[n].attrs.get("long_name", ""),
+                            "better": ds[n].attrs.get("better", "")} for n in ds.data_vars},
+            "provenance": attrs}
+
+
 def info_text(ds: xr.Dataset) -> str:
     lines = ["dims:"]
     lines += [f"  {d:12s} {n:6d}  {_preview(ds[d].values)}" for d, n in ds.sizes.items()]
@@ -80,42 +117,8 @@ def info_text(ds: xr.Dataset) -> str:
     if "grid_spec_toml" in ds.attrs:
         lines.append("  grid spec:")
         lines += [f"    {ln}" for ln in str(ds.attrs["grid_spec_toml"]).splitlines()]
-    lines += _efficiencies_text(ds.attrs)
+    lines += parameters_text(ds.attrs)
     return "\n".join(lines)
-
-
-#: engine parameters shown by ``sweep info`` (all are in the attribute)
-ENGINE_SHOWN = (("bandwidth", "bw", "{:.2f}"), ("iteration_overhead", "t_iter", "{:.2e} s"),
-                ("request_overhead", "t_req", "{:.2e} s"), ("memory_fraction", "mem", "{:.2f}"),
-                ("max_batch", "cap", "{}"))
-
-
-def _efficiencies_text(attrs) -> list[str]:
-    """The device efficiencies and engine parameters in force (from the provenance JSON)."""
-    import json
-
-    lines = []
-    if "efficiency_parameters_json" in attrs:
-        eff = json.loads(attrs["efficiency_parameters_json"])
-        lines.append("  device efficiencies in force (achievable fractions):")
-        for dev, e in eff.items():
-            by = ", ".join(f"{k} {v:.2f}" for k, v in e.get("flops_efficiency_by_dtype", {}).items())
-            lines.append(f"    {dev:16s} flops {e['flops_efficiency']:.2f}"
-                         f"{' (' + by + ')' if by else ''}, bandwidth "
-                         f"{e['bandwidth_efficiency']:.2f}, capacity {e['capacity_fraction']:.2f}, "
-                         f"jitter {e['jitter']:.2f}")
-    if "engine_parameters_json" in attrs:
-        eng = json.loads(attrs["engine_parameters_json"])
-        lines.append("  engine parameters in force (per device/engine; factors on the above):")
-        for key, p in eng.items():
-            if not p.get("supported", True):
-                lines.append(f"    {key:28s} not supported: {p.get('why', '')}")
-                continue
-            shown = ", ".join(f"{label} {fmt.format(p[k]) if not isinstance(p[k], str) else p[k]}"
-                              for k, label, fmt in ENGINE_SHOWN if k in p)
-            via = p.get("delegate", "")
-            lines.append(f"    {key:28s} {shown}{f' (via {via})' if via and via not in key else ''}")
-    return lines
 
 
 def _preview(values) -> str:

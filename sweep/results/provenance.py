@@ -68,3 +68,38 @@ def _engine_record(params) -> dict:
 
 def _json_default(x):
     return str(x)
+
+
+#: engine parameters shown by ``sweep info`` (all are in the attribute)
+ENGINE_SHOWN = (("bandwidth", "bw", "{:.2f}"), ("iteration_overhead", "t_iter", "{:.2e} s"),
+                ("request_overhead", "t_req", "{:.2e} s"), ("memory_fraction", "mem", "{:.2f}"),
+                ("max_batch", "cap", "{}"))
+
+
+def parameters_text(attrs) -> list[str]:
+    """The device efficiencies and engine parameters in force, from a result's provenance JSON,
+    as the indented lines ``sweep info`` prints (and the HTML report shows)."""
+    import json
+
+    lines = []
+    if "efficiency_parameters_json" in attrs:
+        eff = json.loads(attrs["efficiency_parameters_json"])
+        lines.append("  device efficiencies in force (achievable fractions):")
+        for dev, e in eff.items():
+            by = ", ".join(f"{k} {v:.2f}" for k, v in e.get("flops_efficiency_by_dtype", {}).items())
+            lines.append(f"    {dev:16s} flops {e['flops_efficiency']:.2f}"
+                         f"{' (' + by + ')' if by else ''}, bandwidth "
+                         f"{e['bandwidth_efficiency']:.2f}, capacity {e['capacity_fraction']:.2f}, "
+                         f"jitter {e['jitter']:.2f}")
+    if "engine_parameters_json" in attrs:
+        eng = json.loads(attrs["engine_parameters_json"])
+        lines.append("  engine parameters in force (per device/engine; factors on the above):")
+        for key, p in eng.items():
+            if not p.get("supported", True):
+                lines.append(f"    {key:28s} not supported: {p.get('why', '')}")
+                continue
+            shown = ", ".join(f"{label} {fmt.format(p[k]) if not isinstance(p[k], str) else p[k]}"
+                              for k, label, fmt in ENGINE_SHOWN if k in p)
+            via = p.get("delegate", "")
+            lines.append(f"    {key:28s} {shown}{f' (via {via})' if via and via not in key else ''}")
+    return lines
