@@ -493,6 +493,20 @@ def rate_waits(t_mean, t_sq, rho_b, hold, conc, c_max, e2e, p):
         tail_quantile(w_s, pw_s, p)
 
 
+@scalar_jit
+def store_saturated(out, j, geo, c_max, kv_seq, logit_seq, act_fixed, ep, min_dev):
+    """A request rate the replica cannot serve (code 11): NaN metrics, and what says why, at
+    the maximum concurrency it would run: memory per device, host share, devices needed and
+    ``max_concurrency`` [model.md sections 2 and 13.4]."""
+    store_infeasible(out, j, R_SATURATED)
+    g = math.ceil(c_max / ep)
+    mem = geo.weights_dev + g * kv_seq + act_fixed + g * logit_seq
+    out[O_MEM, j] = mem
+    out[O_HOSTF, j] = geo.host_bytes / mem
+    out[O_MIND, j] = min_dev
+    out[O_MAXC, j] = c_max
+
+
 @called_jit
 def continuous_point(geo, hw, md, px, pr, ly, batch, context, output_len, rate_mode, out, j):
     """Every metric of a continuous-batching point, stored in ``out[:, j]``: ``batch`` is the
@@ -541,9 +555,7 @@ def continuous_point(geo, hw, md, px, pr, ly, batch, context, output_len, rate_m
                            math.ceil(c_max / ep) * kv_seq,
                            act_fixed + math.ceil(c_max / ep) * logit_seq, False)
         if top[0] != 0 or rate >= top[1]:
-            store_infeasible(out, j, R_SATURATED)
-            out[O_MAXC, j] = c_max
-            out[O_MIND, j] = min_dev
+            store_saturated(out, j, geo, c_max, kv_seq, logit_seq, act_fixed, ep, min_dev)
             return
         # regula falsi (Illinois) on X(N) - rate over N in (0, c_max]
         lo, f_lo = 0.0, -rate
@@ -582,9 +594,7 @@ def continuous_point(geo, hw, md, px, pr, ly, batch, context, output_len, rate_m
     if rate_mode:
         extra = rate_waits(t_mean, t_sq, rho_b, hold, conc, c_max, e2e, 0.0)
         if extra == math.inf:
-            store_infeasible(out, j, R_SATURATED)
-            out[O_MAXC, j] = c_max
-            out[O_MIND, j] = min_dev
+            store_saturated(out, j, geo, c_max, kv_seq, logit_seq, act_fixed, ep, min_dev)
             return
         for o_t, o_e, p in ((O_T50, O_E50, 0.5), (O_T90, O_E90, 0.9), (O_T99, O_E99, 0.99)):
             w = rate_waits(t_mean, t_sq, rho_b, hold, conc, c_max, e2e, p)

@@ -451,6 +451,15 @@ def solve_rate(hw, md, pr, px, ly, rate: float, context, output_len, c_max) -> f
 
 
 # ------------------------------------------------------------------------------ the point
+def _saturated(out: dict, hw, md, pr, px, ly, c_max, context, output_len) -> dict:
+    """Code 11 (13.4): what says why, at the maximum concurrency the replica would run."""
+    sz = steady_state(hw, md, pr, px, ly, c_max, context, output_len, False)["sizes"]
+    out.update(infeasible_reason=float(SATURATED), max_concurrency=c_max,
+               memory_per_device=sz["memory"],
+               host_fraction=ly["offload"] * (sz["w_dense"] + sz["w_exp"]) / sz["memory"])
+    return out
+
+
 def continuous_point(hw: dict, md: dict, px: dict, batch, context, output_len, pr: dict,
                      ly: dict, at_rate: bool, *, diagnostics: bool = False) -> dict:
     """Every metric of a continuous-batching point (section 13), ``{metric: float}``."""
@@ -486,8 +495,7 @@ def continuous_point(hw: dict, md: dict, px: dict, batch, context, output_len, p
     if at_rate:
         n = solve_rate(hw, md, pr, px, ly, batch / dp, context, output_len, c_max)
         if n is None:
-            out.update(infeasible_reason=float(SATURATED), max_concurrency=c_max)
-            return done(out)
+            return done(_saturated(out, hw, md, pr, px, ly, c_max, context, output_len))
         conc = n
         st = steady_state(hw, md, pr, px, ly, conc, context, output_len, False)
         # X(N) jumps where a ceiling steps (the chunks of a prompt, whole sequences under EP):
@@ -506,8 +514,7 @@ def continuous_point(hw: dict, md: dict, px: dict, batch, context, output_len, p
     if at_rate:
         mean = waits(st, conc, c_max, e2e, None)
         if not math.isfinite(mean):
-            out.update(infeasible_reason=float(SATURATED), max_concurrency=c_max)
-            return done(out)
+            return done(_saturated(out, hw, md, pr, px, ly, c_max, context, output_len))
         for p, tag in ((0.5, "p50"), (0.9, "p90"), (0.99, "p99")):
             w = waits(st, conc, c_max, e2e, p)
             out[f"ttft_{tag}"] = ttft + w
