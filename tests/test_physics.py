@@ -661,6 +661,9 @@ def test_output_identities_and_ranges(p):
     n_dev = devices_of(ly)
     assert r["fits"] == 1 and r["infeasible_reason"] == 0
     assert close(r["e2e_latency"], r["ttft"] + (o - 1) * r["tpot"])
+    # a whole batch at once: in waves (a spill layout's device sized below the point, section
+    # 11) the run takes longer than one request's e2e (tests/test_serving.py checks waves)
+    assume(r["concurrency"] == p["batch"])
     assert close(r["throughput"], ly["dp"] * p["batch"] * o / r["e2e_latency"])
     assert close(r["total_throughput"], r["throughput"] * (s + o) / o)
     assert close(r["throughput_per_device"] * n_dev, r["throughput"])
