@@ -61,6 +61,15 @@ class SweepAccessor:
 
         return goodput(self._ds, ttft, tpot, per, metric)
 
+    def fleet(self, rate: float, ttft: float | None = None, tpot: float | None = None, *,
+              by: str = "devices", percentile: str | None = None,
+              over: Iterable[str] | str | None = None) -> pd.DataFrame:
+        """Devices (kW, $/h) of each type that serve ``rate`` requests/s under the latency
+        targets, ranked; see :func:`sweep.analysis.fleet.fleet`."""
+        from sweep.analysis.fleet import fleet
+
+        return fleet(self._ds, rate, ttft, tpot, by=by, percentile=percentile, over=over)
+
     def serving_front(self, per: str = "device", metric: str = "throughput") -> pd.DataFrame:
         """Tokens/s per user vs per device (kW, $) Pareto fronts; see
         :func:`sweep.analysis.goodput.serving_front`."""

@@ -20,7 +20,8 @@ EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 #: command modules, in the order their commands appear in ``sweep --help``
 COMMAND_MODULES = ("sweep.cli.run", "sweep.cli.catalog", "sweep.cli.analysis",
-                   "sweep.cli.report", "sweep.cli.validate", "sweep.cli.glossary")
+                   "sweep.cli.report", "sweep.cli.validate", "sweep.cli.glossary",
+                   "sweep.cli.fleet")
 
 
 class _Parser(argparse.ArgumentParser):
