@@ -142,3 +142,21 @@ def test_fleet_cli_on_a_result_and_its_errors(ds, tmp_path, capsys):
     assert "fleet: 100 requests/s with no targets" in capsys.readouterr().out
     assert main(["fleet", "--rate", "100"]) == 2  # neither a result nor --model
     assert "give a result file, or --model" in capsys.readouterr().err
+
+
+def test_goodput_over_request_rates_reads_the_percentile(rated):
+    """Goodput on a result over request rates: over rate and layout by default, the TTFT target
+    against the chosen percentile, equal to brute force over the points."""
+    sub = rated.sel(context=1024, model="llama-3.1-8b", precision="bf16", engine="native")
+    g = sub.sweep.goodput(ttft=1.0, tpot=0.05, percentile="p90")
+    assert set(g.data_vars) >= {"goodput", "request_rate", "parallelism", "ttft_p90_at"}
+    per_dev = sub["throughput_per_device"]
+    ok = (sub["fits"] == 1) & (sub["ttft_p90"] <= 1.0) & (sub["tpot"] <= 0.05)
+    want = per_dev.where(ok).max(["request_rate", "parallelism"])
+    np.testing.assert_allclose(g["goodput"].values, want.values, rtol=1e-6)
+
+
+
+def test_goodput_percentile_needs_request_rates(ds):
+    with pytest.raises(SpecError, match="request_rate"):
+        ds.sweep.goodput(ttft=1.0, percentile="p90")

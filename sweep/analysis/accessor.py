@@ -54,12 +54,13 @@ class SweepAccessor:
         return _choose.fewest_devices(self._ds, metric)
 
     def goodput(self, ttft: float | None = None, tpot: float | None = None,
-                per: str = "device", metric: str = "throughput") -> xr.Dataset:
-        """Best throughput over batch and layout meeting latency targets; see
+                per: str = "device", metric: str = "throughput",
+                percentile: str | None = None) -> xr.Dataset:
+        """Best throughput over load and layout meeting latency targets; see
         :func:`sweep.analysis.goodput.goodput`."""
-        from sweep.analysis.goodput import goodput
+        from sweep.analysis.goodput import GOODPUT_OVER, goodput
 
-        return goodput(self._ds, ttft, tpot, per, metric)
+        return goodput(self._ds, ttft, tpot, per, metric, GOODPUT_OVER, percentile)
 
     def fleet(self, rate: float, ttft: float | None = None, tpot: float | None = None, *,
               by: str = "devices", percentile: str | None = None,

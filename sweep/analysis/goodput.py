@@ -45,9 +45,14 @@ def _limit(ds: xr.Dataset, name: str, bound: float | None) -> xr.DataArray | Non
 
 def goodput(ds: xr.Dataset, ttft: float | None = None, tpot: float | None = None,
             per: str = "device", metric: str = "throughput",
-            over: Iterable[str] | str = GOODPUT_OVER) -> xr.Dataset:
-    """Best ``metric`` over ``over`` (default batch and layout) meeting ``TTFT <= ttft`` and
-    ``TPOT <= tpot`` [s] (None: no target), at every combination of the other dims.
+            over: Iterable[str] | str = GOODPUT_OVER, percentile: str | None = None
+            ) -> xr.Dataset:
+    """Best ``metric`` over ``over`` (default batch and layout; request rate and layout for a
+    result over ``request_rate``) meeting ``TTFT <= ttft`` and ``TPOT <= tpot`` [s] (None: no
+    target), at every combination of the other dims. TTFT and TPOT are per request (continuous
+    batching, docs/model.md section 13; a result with ``batching = "static"`` gives the static
+    batch's); ``percentile`` (``p50``, ``p90``, ``p99``) reads the TTFT target against that
+    percentile of a result over request rates.
 
     ``per``: ``"device"`` (tokens/s per accelerator), ``"kW"`` (per kW at the system boundary),
     ``"$"`` (tokens per US dollar), ``"replica"`` (the layout's own throughput) or any basis
@@ -61,9 +66,17 @@ def goodput(ds: xr.Dataset, ttft: float | None = None, tpot: float | None = None
     if ttft is None and tpot is None:
         raise SpecError("give a ttft or tpot target (seconds), or both")
     b = per_basis(per)
+    if over == GOODPUT_OVER and "request_rate" in ds.dims:  # a result over arrival rates
+        over = ("request_rate", "parallelism")
     dims = as_dims(ds, over, "over", allow_scalar=True)
     vals = normalised(ds, metric, b)
-    for name, bound in (("ttft", ttft), ("tpot", tpot)):
+    if percentile is not None and percentile not in ("p50", "p90", "p99"):
+        raise SpecError(f"percentile must be one of ['p50', 'p90', 'p99'], got {percentile!r}")
+    first = "ttft" if percentile is None else f"ttft_{percentile}"
+    if percentile is not None and first not in ds.data_vars:
+        raise SpecError(f"a {percentile} TTFT target needs a result over request_rate (the "
+                        "latency percentiles exist only there)")
+    for name, bound in ((first, ttft), ("tpot", tpot)):
         ok = _limit(ds, name, bound)
         if ok is not None:
             vals = vals.where(ok)
@@ -89,7 +102,7 @@ def goodput(ds: xr.Dataset, ttft: float | None = None, tpot: float | None = None
         else:
             col = np.where(found, labels[p].astype(object), "")
         out[d] = xr.DataArray(col, dims=rest, attrs={"long_name": f"{d} that achieves it"})
-    for name in ("ttft", "tpot"):
+    for name in dict.fromkeys(("ttft", first, "tpot")):
         if name in ds.data_vars:
             m = masked(ds, name).transpose(*rest, *dims)
             mf = np.asarray(m.values, dtype=np.float64).reshape(*shape, -1)
