@@ -109,16 +109,16 @@ def fleet(ds: xr.Dataset, rate: float, ttft: float | None = None, tpot: float | 
             table = table[table[lat[name]] <= t]
     out_len = (table["output_len"].to_numpy(np.float64) if "output_len" in table.columns
                else float(ds["output_len"].values))
+    # requests/s the whole layout serves at the point
     if at_rate:
-        per_replica = table["request_rate"].to_numpy(np.float64) / _coord(ds, table, "dp")
+        layout_rate = table["request_rate"].to_numpy(np.float64)
     else:
-        per_replica = table["throughput"].to_numpy(np.float64) / out_len / _coord(ds, table, "dp")
-    layout_rate = per_replica * _coord(ds, table, "dp")  # requests/s of the whole layout
-    table = table.assign(per_replica=per_replica)
-    table = table[np.isfinite(layout_rate) & (layout_rate > 0)]
-    layout_rate = layout_rate[np.isfinite(layout_rate) & (layout_rate > 0)]
-    n = np.ceil(rate / layout_rate)  # layouts (each of dp replicas) needed
+        layout_rate = table["throughput"].to_numpy(np.float64) / out_len
+    ok = np.isfinite(layout_rate) & (layout_rate > 0)
+    table, layout_rate = table[ok], layout_rate[ok]
     dp = _coord(ds, table, "dp")
+    table = table.assign(per_replica=layout_rate / dp)
+    n = np.ceil(rate / layout_rate)  # layouts (each of dp replicas) needed
     table = table.assign(
         replicas=(n * dp).astype(np.int64),
         devices=(n * _coord(ds, table, "devices")).astype(np.int64),
