@@ -366,7 +366,9 @@ def stage_geometry(hw, md, pr, ly):
     w_head = md[M_PHEAD] * eb
     w_embed = md[M_PEMB] * eb
     if pp > 1.0:
-        w_layer = (wb * p_lin + w_experts_all) / n_layers
+        # a layer unit in the bytes one device of the stage holds (before tp, which divides every
+        # part alike): the routed experts are split over ep, the ends are not  [rule P]
+        w_layer = (wb * p_lin + w_experts_all / ep) / n_layers
         units = n_layers + (w_head + w_embed) / w_layer
         stage_layers = min(n_layers, math.ceil(units / pp))
         w_end = max(0.0, max(w_head, w_embed) - stage_layers * w_layer)

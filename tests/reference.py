@@ -161,7 +161,7 @@ def sizes(hw: dict, md: dict, pr: dict, ly: dict, batch: float, context: float,
         w_ends = eb * (p_head + p_emb)
         w_read = eb * p_head
     else:
-        w_layer = (wb * p_lin + wb * l_moe * n_exp * p_exp) / n_layers
+        w_layer = (wb * p_lin + wb * l_moe * (n_exp / ep) * p_exp) / n_layers  # per device
         h = eb * p_head / w_layer
         e = eb * p_emb / w_layer
         x = (n_layers + h + e) / pp
