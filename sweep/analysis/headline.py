@@ -46,7 +46,13 @@ from sweep.analysis.basis import (
     units_on,
 )
 from sweep.analysis.select import label_order, py_scalar
-from sweep.analysis.variation import RunningExtremes, by_rank, describe, label_ranks
+from sweep.analysis.variation import (
+    RunningExtremes,
+    by_rank,
+    describe,
+    estimated_power,
+    label_ranks,
+)
 from sweep.results.variables import DIRECTION, VARIABLES
 
 OVER = "hardware"
@@ -141,6 +147,9 @@ class HeadlineVariation:
                                     np.asarray(template["devices"].values, dtype=np.float64),
                                     metric, self.basis, DIRECTION.get(metric, "max"))
         self.skipped = "" if len(self.hardware) >= 2 else "fewer than two devices in the grid"
+        #: the devices whose power on the basis is an estimate (coordinates tdp_estimated,
+        #: host_power_estimated), as max_variation names them
+        self.estimated = set(estimated_power(template, OVER, self.hardware, self.basis))
         self._acc: RunningExtremes | None = None
         self._result: dict[str, Any] | None = None
         self._done = False
@@ -187,10 +196,12 @@ class HeadlineVariation:
                  for k in ("best", "worst")}
         layouts = {f"{k}_layout": (self.reducer.best_layout(lookup(h, found["index"]))
                                    if lookup is not None else "") for k, h in picks.items()}
+        best = by_rank(self.hardware, ranks, found["best_rank"])
+        worst = by_rank(self.hardware, ranks, found["worst_rank"])
         self._result = describe(
             found, metric=self.metric, over=OVER, best_over=(LAYOUT_DIM,),
-            basis=self.basis.label, where=where,
-            best=by_rank(self.hardware, ranks, found["best_rank"]),
-            worst=by_rank(self.hardware, ranks, found["worst_rank"]),
-            units=units_on(self.basis, self.metric, VARIABLES[self.metric].units), **layouts)
+            basis=self.basis.label, where=where, best=best, worst=worst,
+            units=units_on(self.basis, self.metric, VARIABLES[self.metric].units), **layouts,
+            estimated_power=[h for h in dict.fromkeys((str(best), str(worst)))
+                             if h in self.estimated])
         return self._result

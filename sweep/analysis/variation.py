@@ -194,9 +194,11 @@ def max_variation(ds: xr.Dataset, metric: str, over: str = "hardware",
 
     Returns ``{"ratio", "metric", "over", "best_over", "basis", "median_ratio", "points",
     "where": {dim: value}, "best", "worst", "best_value", "worst_value", "best_layout",
-    "worst_layout", "units"}`` or None when no point has two feasible candidates
-    (``median_ratio``: the median of the ratio over the ``points`` where it is defined;
-    ``*_layout``: the layout each of the two runs on the basis, when the layouts were reduced).
+    "worst_layout", "units", "estimated_power"}`` or None when no point has two feasible
+    candidates (``median_ratio``: the median of the ratio over the ``points`` where it is
+    defined; ``*_layout``: the layout each of the two runs on the basis, when the layouts were
+    reduced; ``estimated_power``: which of the two rest on an estimated power, on a per-kW
+    basis, :func:`estimated_power`).
 
     Memory-bounded: ``ds`` (in memory or opened lazily from a file) is read in slabs of the
     ``over`` dim of about ``slab_bytes`` each, keeping a running largest and smallest value (and
@@ -244,16 +246,41 @@ def max_variation(ds: xr.Dataset, metric: str, over: str = "hardware",
             layouts[key] = str(lay.values)
     return describe(found, metric=metric, over=over, best_over=red,
                     basis=b.label if b else "grid values (no basis)", where=where,
-                    best=best, worst=worst, units=units, **layouts)
+                    best=best, worst=worst, units=units, **layouts,
+                    estimated_power=estimated_power(ds, over, (best, worst), b))
+
+
+#: per-hardware coordinates flagging an estimated power (1 = estimate; docs/analysis.md)
+POWER_FLAGS = {"accelerator": ("tdp_estimated",),
+               "system": ("tdp_estimated", "host_power_estimated")}
+
+
+def estimated_power(ds: xr.Dataset, over: str, labels, basis) -> list[str]:
+    """Which of ``labels`` (hardware ids) have an estimated power at the boundary of a per-kW
+    ``basis`` (the board power ``tdp``; at the system boundary also the host share): a per-kW
+    answer about them carries the estimate's uncertainty. Empty for other bases, other dims or
+    results without the flags (written before they existed)."""
+    if basis is None or basis.kind != "power" or over != "hardware":
+        return []
+    flags = POWER_FLAGS[basis.boundary]
+    if any(f not in ds.coords for f in flags):
+        return []
+    out = []
+    for label in dict.fromkeys(str(x) for x in labels):
+        if any(bool(np.asarray(ds[f].sel(hardware=label).values)) for f in flags):
+            out.append(label)
+    return out
 
 
 def describe(found: dict[str, Any], *, metric: str, over: str, best_over, basis: str,
              where: dict[str, Any], best, worst, units: str, best_layout: str = "",
-             worst_layout: str = "") -> dict[str, Any]:
+             worst_layout: str = "", estimated_power: list[str] | tuple = ()
+             ) -> dict[str, Any]:
     """The dict :func:`max_variation` returns, from :meth:`RunningExtremes.extreme`."""
     return {"ratio": found["ratio"], "metric": metric, "over": over,
             "best_over": list(best_over), "basis": basis,
             "median_ratio": found["median_ratio"], "points": found["points"],
             "where": where, "best": str(best), "worst": str(worst),
             "best_value": found["best_value"], "worst_value": found["worst_value"],
-            "best_layout": best_layout, "worst_layout": worst_layout, "units": units}
+            "best_layout": best_layout, "worst_layout": worst_layout, "units": units,
+            "estimated_power": list(estimated_power)}

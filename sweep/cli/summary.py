@@ -62,6 +62,9 @@ def _headline(hv: dict | None, skipped: str = "", output=None) -> list[str]:
             f"            at {where}: best {hv['best']} {hv['best_layout']} "
             f"({hv['best_value']:.4g} {hv['units']}), worst {hv['worst']} {hv['worst_layout']} "
             f"({hv['worst_value']:.4g} {hv['units']})",
+            *([f"            estimated power: {', '.join(hv['estimated_power'])} (its per-kW "
+               "value carries that estimate's uncertainty; coordinates tdp_estimated, "
+               "host_power_estimated)"] if hv.get("estimated_power") else []),
             "            (other bases: sweep variation OUT --basis device | system:8 | "
             "power:10kW | cost)"]
 

@@ -57,6 +57,10 @@ def coordinate_values(spec: GridSpec, *, engines: list | None = None, costs: lis
     for name in list(out):
         out[name][2].update(DIM_ATTRS[name])
 
+    def estimated(d, field):  # 1 when the catalog marks the field an estimate (its sources)
+        src = d.sources.get(field)
+        return int(bool(src is not None and src.estimate))
+
     def dram(d, attr):
         t = d.tier_of_kind("dram")
         return getattr(t, attr) if t else (np.nan if attr == "bandwidth" else 0.0)
@@ -76,6 +80,8 @@ def coordinate_values(spec: GridSpec, *, engines: list | None = None, costs: lis
         "link_bandwidth": [d.link_bandwidth for d in devs],
         "tdp": [d.tdp for d in devs],
         "host_power": [d.host_power for d in devs],
+        "tdp_estimated": [estimated(d, "power.tdp") for d in devs],
+        "host_power_estimated": [estimated(d, "power.host_power") for d in devs],
         "price_usd_per_hour": [c.fixed_usd_per_hour for c in costs],
         "release_year": [d.release_year for d in devs],
         "params_total": [m.params_total for m in models],

@@ -151,6 +151,10 @@ COORDS = (
     ("hardware", "link_bandwidth", "B/s", "scale-up link bandwidth per direction"),
     ("hardware", "tdp", "W", "accelerator board/module power (thermal design power)"),
     ("hardware", "host_power", "W", "host and system power attributed to one accelerator"),
+    ("hardware", "tdp_estimated", "1", "1 if the board power (tdp) is an estimate, not a published "
+     "figure (per-kW answers inherit its uncertainty)"),
+    ("hardware", "host_power_estimated", "1", "1 if the host and system share is an estimate or "
+     "a class rule"),
     ("hardware", "price_usd_per_hour", "USD/h", "fixed cost of one device-hour on the spec's "
      "price basis (NaN = unpriced)"),
     ("hardware", "release_year", "1", "release year"),
