@@ -53,3 +53,22 @@ def test_gh200_host_share_is_a_single_node_not_a_switched_block():
             engine="native")
     per_kw = (r.throughput / r.system_power).to_numpy()
     assert per_kw[1] / per_kw[0] > 0.85   # 0.71 with the 1,125 W share
+
+
+# ------------------------------------------------------------------------- memory as reported
+@pytest.mark.parametrize("dev,mib", [("h100-sxm", 81_559), ("a100-sxm-80g", 81_920),
+                                     ("h200-sxm", 143_771), ("b200", 183_359), ("l40s", 46_068)])
+def test_device_memory_is_what_the_driver_reports(dev, mib):
+    """GPU memory was entered in decimal GB of the marketing name (H100 80e9 B) while the driver
+    reports 81,559 MiB = 85.52e9 B, and TPUs/Trainium were entered in GiB: the capacities are now
+    the driver-reported totals (shared reference engines.md section 4)."""
+    assert load_device(dev).tiers[0].capacity == mib * 2**20
+    assert load_device("mi300x").tiers[0].capacity == 206_141_652_992
+
+
+def test_llama70b_fp8_fits_one_h100_under_tensorrt_llm():
+    """NVIDIA's own TensorRT-LLM tables run Llama-3.3-70B and Llama-3.1-70B fp8 on one H100 80GB;
+    with 80e9 B the model never fit them (13 published rows skipped as infeasible)."""
+    r = run([point("h100-sxm", "llama-3.3-70b", "fp8", "tp1", 1, 128, 128)], engine="trtllm")
+    assert int(r.fits.iloc[0]) == 1
+    assert float(r.memory_per_device.iloc[0]) > 80e9 * 0.95 * 0.9   # more than the old budget
