@@ -204,7 +204,7 @@ REFERENCE = {
     "gh200": {"bf16": 989.4 * T, "fp8": 1978.9 * T, "int8": 1978.9 * T, "mem": 96 * G,
               "bw": 4.0 * T},
     "b200": {"tf32": 1100 * T, "bf16": 2250 * T, "fp8": 4500 * T, "int8": 4500 * T,
-             "mem": 180 * G, "bw": 8 * T, "tdp": 1000},
+             "mem": 180 * G, "bw": 7.67 * T, "tdp": 1000},  # bw: the shipping bus (issue 21)
     "gb200": {"fp32": 90 * T, "tf32": 1250 * T, "bf16": 2500 * T, "fp8": 5000 * T,
               "int8": 5000 * T, "mem": 186 * G, "bw": 8 * T},
     "mi250x": {"bf16": 383 * T, "int8": 383 * T, "mem": 128 * G, "bw": 3.2 * T, "tdp": 560},
@@ -218,7 +218,7 @@ REFERENCE = {
                "sram": 96e6, "sram_bw": 12.8 * T},
     "max1550": {"fp32": 52.4 * T, "mem": 128 * G, "bw": 3.2768 * T, "tdp": 600},
     "tpu-v5e": {"bf16": 197 * T, "int8": 393 * T, "mem": 16 * G, "bw": 0.819 * T},
-    "tpu-v5p": {"bf16": 459 * T, "bw": 2.765 * T},
+    "tpu-v5p": {"bf16": 459 * T, "int8": 918 * T, "bw": 2.765 * T},
     "tpu-v6e": {"bf16": 918 * T, "int8": 1836 * T, "mem": 32 * G, "bw": 1.638 * T},
     "tpu-v7": {"bf16": 2307 * T, "fp8": 4614 * T, "mem": 192 * GiB, "bw": 7.37 * T},
     "inferentia2": {"fp32": 47.5 * T, "tf32": 190 * T, "bf16": 190 * T, "int8": 380 * T,

@@ -72,3 +72,17 @@ def test_llama70b_fp8_fits_one_h100_under_tensorrt_llm():
     r = run([point("h100-sxm", "llama-3.3-70b", "fp8", "tp1", 1, 128, 128)], engine="trtllm")
     assert int(r.fits.iloc[0]) == 1
     assert float(r.memory_per_device.iloc[0]) > 80e9 * 0.95 * 0.9   # more than the old budget
+
+
+def test_catalog_details_of_the_second_review():
+    """B200 bandwidth is the shipping part's 7.67 TB/s (3,996 MHz x 7,680-bit bus; was the spec
+    sheet's 8 TB/s); TPU v5p and L40S have int8 peaks (were missing, so int8 schemes were
+    infeasible); the CS-3 keeps the dense derived peak and names the 125 PF sparse headline."""
+    assert load_device("b200").tiers[0].bandwidth == pytest.approx(7.67e12)
+    assert load_device("tpu-v5p").peak_flops["int8"] == pytest.approx(918e12)
+    assert load_device("l40s").peak_flops["int8"] == pytest.approx(732.86e12)
+    cs3 = load_device("cs-3")
+    assert cs3.peak_flops["fp16"] == pytest.approx(12.24e15)
+    assert "125" in cs3.sources["peak_flops.fp16"].note
+    r = run([point(h, "llama-3.1-8b", "int8", "tp1", 1, 128, 128) for h in ("tpu-v5p", "l40s")])
+    assert r.fits.tolist() == [1, 1]
