@@ -12,9 +12,11 @@ The family of one (device, model, precision), with ``n0`` the weights-only floor
 
 * ``tp``: powers of two up to the device's scale-up domain (at least 1, at most
   :data:`MAX_TP`) that divide the model's attention heads (tensor parallelism innermost, on the
-  fastest links);
+  fastest links); a device whose domain is itself alone (PCIe cards, a single superchip) gets up
+  to :data:`HOST_FABRIC_TP` over its host fabric (PCIe or the scale-out network), as engines run
+  such servers;
 * ``ep`` (mixture-of-experts models): 1 and the powers of two that divide the experts, with
-  ``tp ep`` within the domain;
+  ``tp ep`` within the domain (or the host-fabric group above);
 * ``pp``: the ladder :data:`PP_LADDER` up to the model's layers (pipeline stages across domains);
 * kept when ``n0 <= tp ep pp <= max(HEADROOM n0, domain)`` and ``tp ep pp <= max_devices``: at
   least the weights fit, with room for the KV cache of larger batches and contexts, and every
@@ -39,6 +41,10 @@ MAX_TP = 64
 DEFAULT_MAX_DEVICES = 1024
 #: layouts up to this many times the weights-only floor (room for KV cache and activations)
 HEADROOM = 4
+#: largest tensor-parallel group offered over the host fabric (PCIe or scale-out) to a device whose
+#: scale-up domain is one device: the cards of one PCIe server (8 L40S, H100 PCIe or RTX PRO
+#: 6000 per server; vLLM and TensorRT-LLM run tp up to 8 over PCIe)
+HOST_FABRIC_TP = 8
 #: pipeline degrees generated: every degree up to 8, then steps of about 1.25x
 PP_LADDER = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128, 160, 192,
              256)
@@ -68,15 +74,16 @@ def family(device, model, precision, max_devices: int = DEFAULT_MAX_DEVICES) -> 
     """The auto layouts of one (device, model, precision) (see the module docstring)."""
     n0 = weights_floor(device, model, precision)
     domain = max(1, int(device.domain_size))
-    top = max(HEADROOM * n0, domain)
-    tps = [t for t in _powers_of_two(min(domain, MAX_TP)) if model.tp_divisor % t == 0] or [1]
+    group = domain if domain > 1 else HOST_FABRIC_TP  # the largest tp x ep group
+    top = max(HEADROOM * n0, group)
+    tps = [t for t in _powers_of_two(min(group, MAX_TP)) if model.tp_divisor % t == 0] or [1]
     eps = [1]
     if model.n_experts:
         eps += [e for e in _powers_of_two(model.n_experts)[1:] if model.n_experts % e == 0]
     out = []
     for tp in tps:
         for ep in eps:
-            if ep > 1 and tp * ep > domain:
+            if ep > 1 and tp * ep > group:
                 continue
             for pp in PP_LADDER:
                 if pp > model.n_layers:

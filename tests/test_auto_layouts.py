@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import sweep
 from grids.auto_layouts import (
     HEADROOM,
+    HOST_FABRIC_TP,
     MAX_TP,
     PP_LADDER,
     auto_layouts,
@@ -43,13 +44,15 @@ def test_family_respects_its_rules(hw, model, prec, budget):
     lays = family(dev, m, p, budget)
     names = [x.name for x in lays]
     assert len(names) == len(set(names))
-    top = max(HEADROOM * n0, dev.domain_size)
+    # the largest tp x ep group: the scale-up domain, or the host fabric's when it is one device
+    group = dev.domain_size if dev.domain_size > 1 else HOST_FABRIC_TP
+    top = max(HEADROOM * n0, group)
     for x in lays:
         assert n0 <= x.devices <= min(top, budget)
-        assert x.tp & (x.tp - 1) == 0 and x.tp <= max(1, min(dev.domain_size, MAX_TP))
+        assert x.tp & (x.tp - 1) == 0 and x.tp <= max(1, min(group, MAX_TP))
         assert m.tp_divisor % x.tp == 0
         assert x.pp in PP_LADDER and x.pp <= m.n_layers
-        assert x.ep == 1 or (m.n_experts % x.ep == 0 and x.tp * x.ep <= dev.domain_size)
+        assert x.ep == 1 or (m.n_experts % x.ep == 0 and x.tp * x.ep <= group)
         assert x.dp == 1 and x.offload == 0 and not x.spill
 
 

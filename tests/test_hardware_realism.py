@@ -4,11 +4,10 @@ fail."""
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 
 from grids.hardware import load_device
-
+from grids.models import load_model
 from tests.test_physics_fixes import point as fixed_batch_point
 from tests.test_physics_fixes import run
 
@@ -86,3 +85,18 @@ def test_catalog_details_of_the_second_review():
     assert "125" in cs3.sources["peak_flops.fp16"].note
     r = run([point(h, "llama-3.1-8b", "int8", "tp1", 1, 128, 128) for h in ("tpu-v5p", "l40s")])
     assert r.fits.tolist() == [1, 1]
+
+
+# ------------------------------------------------------------------------------ auto layouts
+def test_auto_layouts_offer_tensor_parallelism_over_pcie():
+    """L40S (scale-up domain 1): ``auto`` offered no TP at all, so Llama-3.1-70B ran
+    pipeline-only under vLLM at 268 ms TPOT against 71 ms for tp4 over PCIe. Devices whose
+    domain is one device now get tp up to 8 over their host fabric, as PCIe servers run them."""
+    from grids.auto_layouts import family
+    from grids.precisions import parse_precision
+
+    lays = family(load_device("l40s"), load_model("llama-3.1-70b"), parse_precision("bf16"))
+    assert {x.tp for x in lays} >= {2, 4, 8}
+    r = run([point("l40s", "llama-3.1-70b", "bf16", lay, 1, 1024, 256)
+             for lay in ("tp1-pp4", "tp4")], engine="vllm")
+    assert float(r.tpot.iloc[1]) < 0.5 * float(r.tpot.iloc[0])
