@@ -583,7 +583,11 @@ def missing_entries(device_ids: list[str] | tuple[str, ...],
 # --------------------------------------------------------------------------------------------
 # the [cost] table of a grid spec
 
-COST_KEYS = ("basis", "fallback", "cloud_provider", "device", *PARAMETERS)
+COST_KEYS = ("basis", "fallback", "cloud_price", "cloud_provider", "device", *PARAMETERS)
+#: which cloud price a device gets (``cloud_price`` of a spec's [cost]): the catalog's preferred
+#: row, the cheapest or the median of the listed whole-instance on-demand rows, or only the
+#: providers named in ``cloud_provider`` (a device none of them lists is unpriced)
+CLOUD_PRICES = ("preferred", "cheapest", "median", "provider")
 DEVICE_OVERRIDE_KEYS = {"cloud_usd_per_hour": "usd_per_hour", "purchase_usd": "usd"}
 
 
@@ -602,6 +606,7 @@ class CostSpec:
     cloud_provider: tuple[str, ...] = ()
     parameters: dict[str, float] = field(default_factory=dict)
     device_prices: dict[str, dict[str, float]] = field(default_factory=dict)
+    cloud_price: str = "preferred"
 
     def resolve_parameters(self, prices: PriceCatalog | None = None) -> CostParameters:
         cat = prices or load_prices()
@@ -611,6 +616,8 @@ class CostSpec:
         out: dict[str, Any] = {"basis": self.basis, "fallback": self.fallback or "none"}
         if self.cloud_provider:
             out["cloud_provider"] = list(self.cloud_provider)
+        if self.cloud_price != "preferred":
+            out["cloud_price"] = self.cloud_price
         out.update(self.parameters)
         if self.device_prices:
             out["device"] = {k: dict(v) for k, v in self.device_prices.items()}
@@ -623,7 +630,10 @@ def parse_cost_spec(table: Any, *, device_ids: list[str] | tuple[str, ...] | Non
 
     Keys: ``basis`` ("cloud" | "capex", default "cloud"); ``fallback`` ("none" | the other basis |
     true | false, default "none"); ``cloud_provider`` (a provider name or a list, in order of
-    preference; default: each device's preferred offering); any of ``PARAMETERS`` with units
+    preference; default: each device's preferred offering); ``cloud_price`` (``CLOUD_PRICES``:
+    "preferred", default, the catalog's preferred row; "cheapest" or "median" of the listed
+    whole-instance rows; "provider": only ``cloud_provider``'s rows, a device none of them lists
+    being unpriced); any of ``PARAMETERS`` with units
     (``energy_usd_per_kwh = "0.12 USD/kWh"`` or ``0.12``); ``[cost.device.<id>]`` with
     ``cloud_usd_per_hour`` and/or ``purchase_usd``. ``device_ids`` (the grid's devices) lets the
     per-device tables be checked; ``None`` skips that check.
@@ -665,6 +675,16 @@ def parse_cost_spec(table: Any, *, device_ids: list[str] | tuple[str, ...] | Non
     for p in providers:
         if p not in known_prov:
             problems.append(f"cost.cloud_provider: unknown provider {p!r}{suggest(p, known_prov)}")
+    cloud_price = table.get("cloud_price", "preferred")
+    if cloud_price not in CLOUD_PRICES:
+        problems.append(f"cost.cloud_price: {cloud_price!r} is not one of {CLOUD_PRICES}"
+                        f"{suggest(str(cloud_price), CLOUD_PRICES)} (preferred: the catalog's "
+                        f"preferred offering; cheapest or median of the listed offerings; "
+                        f"provider: only cloud_provider's offerings)")
+        cloud_price = "preferred"
+    elif cloud_price == "provider" and not providers:
+        problems.append("cost.cloud_price = \"provider\" needs cloud_provider (the provider or "
+                        "providers whose prices every device must have)")
     params: dict[str, float] = {}
     for name, (kind, *_rest) in PARAMETERS.items():
         if name not in table:
@@ -705,7 +725,7 @@ def parse_cost_spec(table: Any, *, device_ids: list[str] | tuple[str, ...] | Non
         dev_prices[dev_id] = values
     if problems:
         raise SpecError(problems, "grid spec [cost]")
-    return CostSpec(str(basis), fallback, tuple(providers), params, dev_prices)
+    return CostSpec(str(basis), fallback, tuple(providers), params, dev_prices, str(cloud_price))
 
 
 # --------------------------------------------------------------------------------------------
@@ -732,6 +752,7 @@ class DeviceCost:
     purchase_usd_per_hour: float = 0.0  # [USD/h], capex only
     hosting_usd_per_hour: float = 0.0  # [USD/h], capex only
     hosting_power_w: float = 0.0  # [W], capex only
+    label: str = ""  # which price: provider and offering, the rule, or "unpriced"
 
     @property
     def priced(self) -> bool:
@@ -799,7 +820,7 @@ def hosting_power(device: Any) -> tuple[float, str]:
 
 def _unpriced(dev_id: str, spec: CostSpec, params: CostParameters, why: str) -> DeviceCost:
     return DeviceCost(dev_id, spec.basis, "", math.nan, spec.basis == "capex", 0.0, params.pue,
-                      params.utilisation, f"unpriced: {why}")
+                      params.utilisation, f"unpriced: {why}", label="unpriced")
 
 
 def _cloud_cost(dev_id: str, entry: DevicePrice | None, over: dict[str, float], spec: CostSpec,
@@ -807,25 +828,51 @@ def _cloud_cost(dev_id: str, entry: DevicePrice | None, over: dict[str, float], 
     if "cloud_usd_per_hour" in over:
         rate = over["cloud_usd_per_hour"]
         text = f"cloud: {rate:g} USD per accelerator-hour from the grid spec [cost.device.{dev_id}]"
+        label = "grid spec [cost.device]"
     else:
         if entry is None or not entry.cloud:
             return None
-        row = None
-        for prov in spec.cloud_provider:
-            rows = [c for c in entry.cloud if c.provider == prov]
-            if rows:
-                row = min(rows, key=lambda c: (not c.includes_host, c.usd_per_accelerator_hour))
-                rule = f"first provider of cost.cloud_provider that lists it ({prov})"
-                break
-        if row is None:
-            row = entry.preferred_cloud
-            rule = f"preferred: {prices.rules['cloud_preferred']}"
-        assert row is not None
-        rate = row.usd_per_accelerator_hour
-        text = f"cloud on-demand: {row.describe()}; chosen as {rule}"
+        picked = _pick_cloud(entry, spec, prices)
+        if picked is None:
+            return None
+        rate, text, label = picked
     text += "; includes energy and hosting (not billed separately)"
     return DeviceCost(dev_id, spec.basis, "cloud", rate, False, 0.0, params.pue,
-                      params.utilisation, how + text)
+                      params.utilisation, how + text, label=label)
+
+
+def _pick_cloud(entry: DevicePrice, spec: CostSpec, prices: PriceCatalog
+                ) -> tuple[float, str, str] | None:
+    """``(USD per accelerator-hour, source text, short label)`` of the device's cloud price
+    under ``spec.cloud_provider`` and ``spec.cloud_price``; None when no allowed row lists it."""
+    for prov in spec.cloud_provider:
+        rows = [c for c in entry.cloud if c.provider == prov]
+        if rows:
+            row = min(rows, key=lambda c: (not c.includes_host, c.usd_per_accelerator_hour))
+            return (row.usd_per_accelerator_hour,
+                    f"cloud on-demand: {row.describe()}; chosen as the first provider of "
+                    f"cost.cloud_provider that lists it ({prov})",
+                    f"{row.provider} {row.offering}")
+    if spec.cloud_price == "provider":
+        return None
+    whole = [c for c in entry.cloud if c.includes_host] or list(entry.cloud)
+    if spec.cloud_price == "median":
+        rates = sorted(c.usd_per_accelerator_hour for c in whole)
+        mid = len(rates) // 2
+        rate = rates[mid] if len(rates) % 2 else 0.5 * (rates[mid - 1] + rates[mid])
+        names = ", ".join(f"{c.provider} {c.usd_per_accelerator_hour:.4g}" for c in whole)
+        return (rate, f"cloud on-demand: median of the {len(whole)} listed whole-instance "
+                      f"offerings per accelerator-hour ({names} USD/h)",
+                f"median of {len(whole)} listed")
+    if spec.cloud_price == "cheapest":
+        row = min(whole, key=lambda c: c.usd_per_accelerator_hour)
+        rule = "the cheapest listed whole-instance offering"
+    else:
+        row = entry.preferred_cloud
+        rule = f"preferred: {prices.rules['cloud_preferred']}"
+    assert row is not None
+    return (row.usd_per_accelerator_hour, f"cloud on-demand: {row.describe()}; chosen as {rule}",
+            f"{row.provider} {row.offering}")
 
 
 def _capex_cost(device: Any, entry: DevicePrice | None, over: dict[str, float], spec: CostSpec,
@@ -849,9 +896,10 @@ def _capex_cost(device: Any, entry: DevicePrice | None, over: dict[str, float], 
             f"USD/kW/month x {power_w / 1000:.4g} kW / 730 h = {hosting_h:.4g} USD/h [{power_text}]; "
             f"energy billed separately at {params.energy_usd_per_kwh:g} USD/kWh x pue "
             f"{params.pue:g}")
+    label = "grid spec [cost.device]" if "purchase_usd" in over else f"{row.seller} {row.item}"
     return DeviceCost(dev_id, spec.basis, "capex", purchase_h + hosting_h, True,
                       params.energy_usd_per_kwh, params.pue, params.utilisation, how + text,
-                      purchase_h, hosting_h, power_w)
+                      purchase_h, hosting_h, power_w, label=label)
 
 
 def device_cost(device: Any, cost: CostSpec | str | None = None, *,
@@ -909,6 +957,10 @@ def device_cost(device: Any, cost: CostSpec | str | None = None, *,
             return out
     if entry is not None and not entry.priced:
         why = f"{dev_id!r}: {entry.reason}"
+    elif spec.basis == "cloud" and spec.cloud_price == "provider" and entry is not None \
+            and entry.cloud:
+        why = (f"none of cost.cloud_provider ({', '.join(spec.cloud_provider)}) lists {dev_id!r} "
+               f"(listed by: {', '.join(sorted({c.provider for c in entry.cloud}))})")
     else:
         have = [b for b, rows in (("cloud", entry.cloud if entry else ()),
                                   ("capex", entry.capex if entry else ())) if rows]

@@ -129,6 +129,7 @@ def make_result(hardware=("hw-a", "hw-b", "hw-c"), models=("dense-8b", "moe-47b"
         "host_power": np.full(n_h, 575.0), "tdp_estimated": np.zeros(n_h, dtype=np.int64),
         "host_power_estimated": np.zeros(n_h, dtype=np.int64),
         "price_usd_per_hour": np.full(n_h, 3.0),
+        "price_source": np.array(["Cloud offering"] * n_h, dtype=object),
         "release_year": np.full(n_h, 2023),
         "params_total": total, "params_active": active, "n_layers": np.full(n_m, 32),
         "kv_bytes_per_token": np.full(n_m, 131072),

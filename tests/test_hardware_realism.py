@@ -4,10 +4,13 @@ fail."""
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from grids.hardware import load_device
 from grids.models import load_model
+from sweep.execute.points import evaluate
 from tests.test_physics_fixes import point as fixed_batch_point
 from tests.test_physics_fixes import run
 
@@ -100,3 +103,28 @@ def test_auto_layouts_offer_tensor_parallelism_over_pcie():
     r = run([point("l40s", "llama-3.1-70b", "bf16", lay, 1, 1024, 256)
              for lay in ("tp1-pp4", "tp4")], engine="vllm")
     assert float(r.tpot.iloc[1]) < 0.5 * float(r.tpot.iloc[0])
+
+
+# ----------------------------------------------------------------------------------- cost basis
+def test_cost_basis_can_name_one_provider_and_says_which_price_each_device_got():
+    """H100 SXM was priced at Lambda's 3.99 USD/h and H200 at AWS's 7.91 (Lambda does not list
+    it): H200's cost per million tokens came out 1.84x H100's though it is faster. On one
+    provider (AWS: 6.88 and 7.91 USD/h) it is 1.07x; a device that provider does not list is
+    unpriced, and the result names the price each device got."""
+    import sweep
+    from grids.prices import parse_cost_spec
+
+    rows = pd.DataFrame([point(h, "llama-3.1-70b", "fp8", "tp4", 64, 2048, 256, engine="trtllm")
+                         for h in ("h100-sxm", "h200-sxm", "mi300x")])
+    mixed = evaluate(rows)
+    aws = evaluate(rows, cost=parse_cost_spec({"cloud_provider": "AWS",
+                                               "cloud_price": "provider"}))
+    assert mixed.cost_per_mtok.iloc[1] / mixed.cost_per_mtok.iloc[0] > 1.7
+    assert aws.cost_per_mtok.iloc[1] / aws.cost_per_mtok.iloc[0] < 1.15
+    assert np.isnan(aws.cost_per_mtok.iloc[2])            # AWS lists no MI300X
+    median = parse_cost_spec({"cloud_price": "median"})
+    assert evaluate(rows, cost=median).cost_per_mtok.iloc[0] > mixed.cost_per_mtok.iloc[0]
+    ds = sweep.run({"hardware": ["h100-sxm", "h200-sxm"], "model": ["llama-3.1-8b"],
+                    "batch": [1], "context": [128], "precision": ["bf16"], "parallelism": ["tp1"],
+                    "cost": {"cloud_provider": "AWS", "cloud_price": "provider"}})
+    assert list(ds["price_source"].values) == ["AWS p5.48xlarge", "AWS p5en.48xlarge"]

@@ -522,3 +522,28 @@ def test_docs_list_every_unpriced_device(cat):
         assert f"`{dev_id}`" in text, f"docs/prices.md does not list unpriced {dev_id}"
     for name in PARAMETERS:
         assert name in text
+
+
+def test_cloud_price_rules(cat):
+    """cloud_price (issue 21): median of the listed whole-instance offers, the cheapest, or only
+    the named providers (others unpriced); each DeviceCost says which price it got."""
+    from grids.hardware import load_device
+
+    h100 = load_device("h100-sxm")
+    whole = sorted(c.usd_per_accelerator_hour for c in cat.devices["h100-sxm"].cloud
+                   if c.includes_host)
+    median = device_cost(h100, parse_cost_spec({"cloud_price": "median"}, prices=cat), prices=cat)
+    mid = len(whole) // 2
+    want = whole[mid] if len(whole) % 2 else 0.5 * (whole[mid - 1] + whole[mid])
+    assert median.fixed_usd_per_hour == pytest.approx(want)
+    assert median.label.startswith("median of")
+    cheap = device_cost(h100, parse_cost_spec({"cloud_price": "cheapest"}, prices=cat), prices=cat)
+    assert cheap.fixed_usd_per_hour == pytest.approx(whole[0])
+    only = parse_cost_spec({"cloud_provider": "AWS", "cloud_price": "provider"}, prices=cat)
+    assert device_cost(h100, only, prices=cat).label.startswith("AWS")
+    mi300x = device_cost(load_device("mi300x"), only, prices=cat)
+    assert not mi300x.priced and "none of cost.cloud_provider" in mi300x.source
+    with pytest.raises(SpecError, match="needs cloud_provider"):
+        parse_cost_spec({"cloud_price": "provider"}, prices=cat)
+    with pytest.raises(SpecError, match="cloud_price"):
+        parse_cost_spec({"cloud_price": "cheapst"}, prices=cat)

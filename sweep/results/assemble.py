@@ -83,6 +83,7 @@ def coordinate_values(spec: GridSpec, *, engines: list | None = None, costs: lis
         "tdp_estimated": [estimated(d, "power.tdp") for d in devs],
         "host_power_estimated": [estimated(d, "power.host_power") for d in devs],
         "price_usd_per_hour": [c.fixed_usd_per_hour for c in costs],
+        "price_source": [c.label or "unpriced" for c in costs],
         "release_year": [d.release_year for d in devs],
         "params_total": [m.params_total for m in models],
         "params_active": [m.params_active for m in models],

@@ -155,6 +155,8 @@ COORDS = (
      "figure (per-kW answers inherit its uncertainty)"),
     ("hardware", "host_power_estimated", "1", "1 if the host and system share is an estimate or "
      "a class rule"),
+    ("hardware", "price_source", "", "which price the device got: provider and offering, the "
+     "rule (median of the listed offerings), the spec's own, or unpriced"),
     ("hardware", "price_usd_per_hour", "USD/h", "fixed cost of one device-hour on the spec's "
      "price basis (NaN = unpriced)"),
     ("hardware", "release_year", "1", "release year"),
