@@ -40,6 +40,10 @@ def test_per_kw_answers_name_the_devices_whose_power_is_an_estimate():
     assert set(mv["estimated_power"]) == {mv["best"], mv["worst"]} & {"tpu-v7", "cs-3"}
     assert mv["estimated_power"]
     assert ds.sweep.max_variation("throughput", basis="device")["estimated_power"] == []
+    from sweep.cli.summary import headline_lines
+
+    printed = "\n".join(headline_lines(ds, "power"))
+    assert f"estimated power: {', '.join(mv['estimated_power'])}" in printed
 
 
 def test_gh200_host_share_is_a_single_node_not_a_switched_block():
