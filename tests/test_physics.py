@@ -97,6 +97,7 @@ def ends_undercounted(md: dict, pr: dict, pp: float, ep: float) -> bool:
 FASTER = ["tier0_bandwidth", "tier1_bandwidth", "tier2_bandwidth", "host_bandwidth",
           "tier0_efficiency", "tier1_efficiency", "tier2_efficiency", "host_efficiency",
           "package_bandwidth", "link_bandwidth", "scaleout_bandwidth", "link_efficiency",
+          "switch_efficiency", "custom_ar_efficiency",
           "peak", "eff_prefill", "eff_decode", "kv_factor", "weight_factor"]
 
 
@@ -209,11 +210,14 @@ def test_tpot_nondecreasing_in_output_length(p, o1, o2):
 
 # ------------------------------------------------------------------------------- engine costs
 @given(S.fitting_points(), st.sampled_from(["iteration_overhead", "request_overhead",
-                                            "layer_overhead", "collective_latency", "comm_bytes"]),
+                                            "layer_overhead", "collective_overhead",
+                                            "custom_ar_overhead", "in_switch_overhead",
+                                            "link_latency", "comm_bytes"]),
        S.log_floats(1e-7, 1e-2))
 def test_more_overhead_never_speeds_anything(p, what, delta):
-    """Host time per pass, per request, per layer and collective latency add time (sections 5,
-    7, 8); wider collective payloads add bytes (cb' = max(cb, ab)). None of them changes the
+    """Host time per pass, per request, per layer and the collectives' software and link
+    latencies add time (sections 5, 7, 8: whichever algorithm the engine's rules or the fastest
+    choice take); wider collective payloads add bytes (cb' = max(cb, ab)). None of them changes the
     placement; none makes anything faster, and since the energy is idle x time plus the busy
     time at full power (section 9), none raises the tokens per joule."""
     amount = delta * 1e3 if what == "comm_bytes" else delta  # 1e-4 .. 10 bytes per element
@@ -399,7 +403,8 @@ def test_tp1_ep1_pp1_has_no_communication(p, link_bw, so_bw, lat, dom, eff):
         "link_bandwidth": link_bw, "link_latency": lat, "scaleout_bandwidth": so_bw,
         "scaleout_latency": lat, "domain_size": float(dom), "package_size": 2.0,
         "package_bandwidth": link_bw, "package_latency": lat, "link_efficiency": eff,
-        "collective_latency": lat, "comm_bytes": 8.0}))
+        "collective_overhead": lat, "custom_ar_overhead": lat, "peer_links": 3.0,
+        "switch_efficiency": 0.0, "comm_bytes": 8.0}))
     assert base["bound"] != 4 and other["bound"] != 4
     assert_same(base, other, rtol=0.0)
 
@@ -409,8 +414,9 @@ def test_without_tp_and_ep_only_the_pipeline_hop_communicates(p, bw2):
     """tp = ep = 1: a decode step's only traffic over the link is (pp-1) hops of the busiest
     micro-batch's hidden states, g_m d cb' bytes each (m = min(B, pp) micro-batches of whole
     sequences, g_m = ceil(B / m), cb' = max(cb, ab)), all on the scale-up link in a 72-device
-    domain without packages; a speculative round sends k_s + 1 tokens per sequence, so TPOT
-    carries the hop time x (k_s + 1 + k_s c_d) / tau (section 7)."""
+    domain without packages, each over the one link between the two devices (the whole link
+    when switched, one of the p direct links otherwise); a speculative round sends k_s + 1
+    tokens per sequence, so TPOT carries the hop time x (k_s + 1 + k_s c_d) / tau (section 7)."""
     pp = p["ly"]["pp"]
     hw = {"domain_size": 72.0, "link_latency": 0.0, "package_size": 1.0}
     a = S.variant(p, hw=hw)
@@ -422,7 +428,9 @@ def test_without_tp_and_ep_only_the_pipeline_hop_communicates(p, bw2):
     hop_bytes = g_m * p["md"]["d_model"] * max(h["comm_bytes"], p["pr"]["act_bytes"])
     k, alpha, c_d = h["spec_tokens"], h["spec_acceptance"], h["spec_draft_cost"]
     tau = sum(alpha ** i for i in range(int(k) + 1))
-    per_step = (pp - 1) * hop_bytes / h["link_efficiency"] * (1 / h["link_bandwidth"] - 1 / bw2)
+    share = 1.0 if h["peer_links"] == 0 else 1.0 / h["peer_links"]  # one of the direct links
+    per_step = ((pp - 1) * hop_bytes / (h["link_efficiency"] * share)
+                * (1 / h["link_bandwidth"] - 1 / bw2))
     expected = per_step * (k + 1 + k * c_d) / tau
     assert ra["tpot"] - rb["tpot"] == pytest.approx(expected, rel=1e-3,
                                                     abs=2e-7 * max(ra["tpot"], rb["tpot"]))

@@ -269,6 +269,15 @@ def _subset() -> pd.DataFrame:
     return pd.concat([nv, amd, unusable])
 
 
+#: sweep/validate/calibration.py still fits link_efficiency and collective_latency, which issue 20
+#: retired (collectives by algorithm); the fit is being reworked (issue 20, item 3), so a
+#: calibration over multi-device rows stops there. Strict: a fixed calibrate turns these red.
+CALIBRATE_FITS_RETIRED = pytest.mark.xfail(
+    strict=True, reason="calibration.py fits the retired engine parameters link_efficiency and "
+                        "collective_latency (issue 20); to be refitted with the new collectives")
+
+
+@CALIBRATE_FITS_RETIRED
 def test_calibrate_subset_writes_loadable_overlay(tmp_path, capsys):
     shipped = C.default_output()
     before = shipped.read_bytes() if shipped.exists() else None
@@ -306,6 +315,7 @@ def test_calibrate_subset_writes_loadable_overlay(tmp_path, capsys):
     assert "cal.toml" in rep["model"]
 
 
+@CALIBRATE_FITS_RETIRED
 def test_calibration_recovers_known_parameters():
     """Synthetic measurements made by the model with known engine parameters are fitted back."""
     use = USABLE & SHIPPED["engine"].eq("trtllm").to_numpy() \
@@ -316,7 +326,7 @@ def test_calibration_recovers_known_parameters():
     truth = {"trtllm": {"defaults": {
         "bandwidth": 0.7, "iteration_overhead": 2e-3, "request_overhead": 12e-3,
         "decode_compute": {"fp8": 0.6}, "prefill_compute": {"fp8": 0.55},
-        "link_efficiency": 0.5, "collective_latency": 10e-6}}}
+        "collective_overhead": 10e-6}}}
     synth = V.compare(rows, overlay=truth)
     ok = synth["status"].eq("used").to_numpy()
     assert ok.sum() >= 40
@@ -324,7 +334,7 @@ def test_calibration_recovers_known_parameters():
     cal = C.calibrate(data, prior_weight=0.0, max_nfev=60)
     (fit,) = cal.fits
     got = cal.overlay["trtllm"]["defaults"]
-    for name in ("bandwidth", "iteration_overhead", "request_overhead", "link_efficiency"):
+    for name in ("bandwidth", "iteration_overhead", "request_overhead"):
         assert got[name] == pytest.approx(truth["trtllm"]["defaults"][name], rel=0.02), name
     assert got["decode_compute"]["fp8"] == pytest.approx(0.6, rel=0.02)
     assert got["prefill_compute"]["fp8"] == pytest.approx(0.55, rel=0.02)
