@@ -316,3 +316,60 @@ def test_deepseek_on_8_h200_is_memory_bound_under_ideal():
     r = _point("ideal", "h200-sxm", "deepseek-v3", "fp8", "tp8")
     assert r["bound"] == 2  # dram
     assert r["mbu"] == pytest.approx(load_device("h200-sxm").tiers[0].efficiency, rel=0.01)
+
+
+# ---------------------------------------------------------------------------- the fabric fields
+def _device_file(**interconnect) -> dict:
+    """A device file (as parsed TOML): the catalog H100 with ``interconnect`` fields replaced."""
+    import copy
+
+    from grids import tomlio
+    from grids.hardware import hardware_dir
+
+    raw = copy.deepcopy(tomlio.load(hardware_dir() / "h100-sxm.toml"))
+    raw["interconnect"].update(interconnect)
+    return raw
+
+
+def test_bad_fabric_fields_give_one_error_naming_each():
+    from grids.errors import SpecError
+    from grids.hardware import parse_device
+
+    src = "test"
+    raw = _device_file(peer_links={"value": 2.5, "source": src},
+                       link_efficiency={"value": 1.5, "source": src},
+                       switch_reduction_efficiency={"value": 0.7, "source": src})
+    with pytest.raises(SpecError) as info:
+        parse_device(raw, "mine.toml")
+    text = str(info.value)
+    assert "peer_links = 2.5 must be a whole number" in text
+    assert "link_efficiency = 1.5 outside (0, 1]" in text
+    mesh = _device_file(peer_links={"value": 7, "source": src})
+    with pytest.raises(SpecError, match="switch_reduction_efficiency needs a switched fabric"):
+        parse_device(mesh, "mine.toml")
+    # without the switch's reduction a mesh is fine, and absent fields mean a switched fabric
+    del mesh["interconnect"]["switch_reduction_efficiency"]
+    assert parse_device(mesh, "mine.toml").peer_links == 7
+    bare = _device_file()
+    for key in ("peer_links", "switch_reduction_efficiency", "link_efficiency"):
+        bare["interconnect"].pop(key)
+    dev = parse_device(bare, "mine.toml")
+    assert (dev.peer_links, dev.switch_reduction_efficiency) == (0, 0.0)
+    assert dev.sources["interconnect.link_efficiency"].estimate  # the class default, as such
+
+
+def test_a_hypothetical_mesh_gives_a_pair_one_link():
+    """A hypothetical H100 whose NVLink were 7 direct links instead of a switch (docs/spec.md):
+    a pair's large all-reduce runs on one of them, 1/7 of the switched bandwidth; all 8 GPUs get
+    all 7."""
+    from grids.hardware import derive_device
+
+    base = load_device("h100-sxm")
+    mesh = derive_device(base, "h100-mesh", {"peer_links": 7, "switch_reduction_efficiency": 0.0})
+
+    def bus(dev, n):
+        cols = platform_columns(dev, resolve("trtllm", dev, {}), None, 8192)
+        return busbw(cols, n, 4 * GiB)  # above the custom all-reduce's limit: NCCL
+
+    assert bus(mesh, 2) == pytest.approx(bus(base, 2) / 7, rel=1e-3)
+    assert bus(mesh, 8) < bus(base, 8)  # the ring on all 7 links, but no in-switch reduction
