@@ -104,10 +104,10 @@ FASTER = ["tier0_bandwidth", "tier1_bandwidth", "tier2_bandwidth", "host_bandwid
 @given(S.fitting_points(), st.floats(1.0, 100.0), st.sampled_from(FASTER))
 def test_more_bandwidth_or_flops_never_slows_anything(p, factor, what):
     """Every resource rate (tier and host bandwidths and their achievable fractions, every link
-    level, the engine's link efficiency, the dense peak, the prefill/decode FLOP efficiencies, the
-    KV and weight-only segment factors) enters the time of a phase as a denominator of a term of
-    a max or a sum (sections 4-5, 7-8): more of it is never slower, and the placement (by
-    capacity) and the memory per device do not change."""
+    level, the fabric's link efficiency and the in-switch and custom all-reduce shares, the dense
+    peak, the prefill/decode FLOP efficiencies, the KV and weight-only segment factors) enters the
+    time of a phase as a denominator of a term of a max or a sum (sections 4-5, 7-8): more of it
+    is never slower, and the placement (by capacity) and the memory per device do not change."""
     base = S.evaluate_one(p)
     assert base["fits"] == 1
     if what in PX_FIELDS:
@@ -252,7 +252,8 @@ def test_engine_overheads_add_exactly_their_time(p, t_iter, t_req, t_layer):
 
 @given(S.fitting_points(), st.floats(0.0, 1.0), st.floats(0.01, 1.0))
 def test_slower_links_never_speed_up(p, ov, factor):
-    """Lower link efficiency (every level's bandwidth x it) never speeds anything up."""
+    """Lower link efficiency (every level's achievable collective bandwidth x it) never speeds
+    anything up."""
     p = S.variant(p, hw={"comm_overlap": ov})
     base, slow = S.evaluate([p, S.variant(p, hw={"link_efficiency":
                                                  p["hw"]["link_efficiency"] * factor})])
@@ -396,8 +397,8 @@ def test_moe_batch_one_reads_exactly_the_active_parameters(p, context, output_le
        S.log_floats(1e9, 1e13), st.sampled_from([0.0, 1e-6, 1e-4]), st.sampled_from([1, 2, 72]),
        st.floats(0.05, 1.0))
 def test_tp1_ep1_pp1_has_no_communication(p, link_bw, so_bw, lat, dom, eff):
-    """One device per replica: no link level, link efficiency, collective latency or payload
-    width matters, bit for bit."""
+    """One device per replica: no link level, link efficiency, fabric, collective overhead or
+    payload width matters, bit for bit."""
     base = S.evaluate_one(p)
     other = S.evaluate_one(S.variant(p, hw={
         "link_bandwidth": link_bw, "link_latency": lat, "scaleout_bandwidth": so_bw,

@@ -4,8 +4,8 @@ Numbers are literals worked by hand from public architecture numbers and the equ
 docs/model.md; the model tables come from ``tests.strategies.build_model`` whose group counts are
 checked here against the known totals. The device is ``S.simple_device``: one 80 GB DRAM tier at
 3.35 TB/s (an H100-like HBM), a 450 GB/s scale-up link in 8-device domains, 700 W TDP / 100 W
-idle, served by the ideal engine (no overheads, link efficiency 1, no collective latency, full
-communication overlap, no batch cap, 8192-token prefill chunks). Where an example needs engine
+idle, served by the ideal engine (no overheads, every collective algorithm at no software cost,
+full communication overlap, no batch cap, 8192-token prefill chunks). Where an example needs engine
 costs or serial communication, it sets them and says so.
 
 Marked ``nojit``: a handful of points each, so they also run with ``NUMBA_DISABLE_JIT=1``.
