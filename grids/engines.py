@@ -56,6 +56,9 @@ class ParamSpec:
     hi_open: bool = False
     whole: bool = False  # a whole number (counts)
     allow_inf: bool = False  # ``inf`` means "no cap"
+    #: the value of an optional parameter a real engine's file leaves out (None: the ideal value);
+    #: e.g. an engine without a custom all-reduce has none (0 B), while ``ideal`` has every one
+    absent: float | bool | None = None
 
     def interval(self) -> str:
         hi = "inf" if self.allow_inf else f"{self.hi:g}"
@@ -90,10 +93,36 @@ PARAMS: dict[str, ParamSpec] = {
                                 "gaps not hidden)"),
     "comm_bytes": ParamSpec("bytes", "B", 0.0, 8.0, 0.0, "bytes per element of the tensor-parallel "
                             "all-reduce and expert all-to-all payload; 0 = the activation precision"),
-    "link_efficiency": ParamSpec(**_FRACTION, meaning="achievable fraction of the link bandwidth in "
-                                 "collectives"),
-    "collective_latency": ParamSpec("time", "s", 0.0, 0.01, 0.0, "software latency per collective "
-                                    "step, on top of the link's hop latency"),
+    "collective_overhead": ParamSpec("time", "s", 0.0, 0.01, 0.0, "software time per call of the "
+                                     "engine's collective library (NCCL, RCCL, HCCL, XLA) for a ring, "
+                                     "tree or all-to-all collective and a pipeline hop: launch and "
+                                     "protocol set-up; the link's per-step latency is the hardware's"),
+    "in_switch_overhead": ParamSpec("time", "s", 0.0, 0.01, 0.0, "software time per call of an "
+                                    "all-reduce reduced inside the switch (NVLink SHARP) where the "
+                                    "hardware has one; inf = the library does not use it",
+                                    allow_inf=True, absent=math.inf),
+    "custom_allreduce_max_bytes": ParamSpec("bytes", "B", 0.0, math.inf, math.inf, "largest "
+                                            "all-reduce the engine's own one-shot/two-shot kernels "
+                                            "take inside a fully connected scale-up domain; larger "
+                                            "ones go to the collective library; 0 = none",
+                                            allow_inf=True, absent=0.0),
+    "custom_allreduce_max_group": ParamSpec("count", "1", 2.0, math.inf, math.inf, "largest group "
+                                            "the custom all-reduce kernels run on", whole=True,
+                                            allow_inf=True),
+    "custom_allreduce_overhead": ParamSpec("time", "s", 0.0, 0.01, 0.0, "software time per call "
+                                           "of the custom all-reduce (launch, flags)"),
+    "custom_allreduce_efficiency": ParamSpec(**_FRACTION, meaning="factor on the device's "
+                                             "achievable collective bandwidth that the custom "
+                                             "all-reduce's peer reads and writes reach"),
+    "oneshot_max_bytes": ParamSpec("bytes", "B", 0.0, math.inf, math.inf, "the custom all-reduce "
+                                   "of 3-4 devices is one-shot below this message size, two-shot "
+                                   "from it (2 devices: always one-shot)", allow_inf=True),
+    "oneshot_max_bytes_large": ParamSpec("bytes", "B", 0.0, math.inf, math.inf, "the same "
+                                         "threshold for groups of 5 or more devices",
+                                         allow_inf=True),
+    "fastest_collective": ParamSpec("count", "1", 0.0, 1.0, 1.0, "1 = every collective algorithm "
+                                    "the fabric allows, the fastest chosen (a perfect tuner); "
+                                    "0 = the engine's own rules", whole=True, absent=0.0),
     "comm_overlap": ParamSpec("fraction", "1", 0.0, 1.0, 1.0, "fraction of communication hidden "
                               "behind compute"),
     "memory_fraction": ParamSpec(**_FRACTION, meaning="fraction of the device's usable memory the "
@@ -133,9 +162,35 @@ PARAMS: dict[str, ParamSpec] = {
 SCALARS = tuple(k for k in PARAMS if k not in BY_DTYPE)
 #: yes/no parameters: a TOML boolean with a ``<name>_source`` text beside it
 BOOLS = tuple(k for k, v in PARAMS.items() if v.dimension == "bool")
-#: parameters whose ideal value is physically right when a file leaves them out: engines do not
-#: speculate unless configured to. Every other parameter must be in a real engine's [defaults].
-OPTIONAL = ("speculative_tokens", "speculative_acceptance", "speculative_draft_cost")
+#: parameters a real engine's file may leave out, each then at its ``absent`` value (else its
+#: ideal value) because that is physically right: engines do not speculate unless configured to;
+#: an engine without a custom all-reduce has none (``custom_allreduce_max_bytes`` 0) and its
+#: other custom-all-reduce parameters are unused; a library that does not state in-switch
+#: reduction does not use it; an engine chooses collectives by its own rules, not the fastest.
+#: Every other parameter must be in a real engine's [defaults].
+OPTIONAL = ("speculative_tokens", "speculative_acceptance", "speculative_draft_cost",
+            "in_switch_overhead", "custom_allreduce_max_bytes", "custom_allreduce_max_group",
+            "custom_allreduce_overhead", "custom_allreduce_efficiency", "oneshot_max_bytes",
+            "oneshot_max_bytes_large", "fastest_collective")
+#: what a custom all-reduce (``custom_allreduce_max_bytes`` > 0 at some level) needs the same file
+#: to state (at any level): its group limit, cost, bandwidth and one-shot/two-shot thresholds
+CUSTOM_ALLREDUCE = ("custom_allreduce_max_group", "custom_allreduce_overhead",
+                    "custom_allreduce_efficiency", "oneshot_max_bytes", "oneshot_max_bytes_large")
+#: parameters of earlier versions that no longer exist, with what replaced them (an overlay or an
+#: engine file that still sets one gets this text instead of a bare "unknown parameter")
+RETIRED = {
+    "link_efficiency": "retired with the collectives-by-algorithm model (issue 20): the achievable "
+                       "collective bandwidth is the hardware's, [interconnect] link_efficiency of the "
+                       "device file (nccl-tests/rccl-tests bus bandwidth), and a custom all-reduce's "
+                       "share of it is custom_allreduce_efficiency; values fitted to the old ring "
+                       "model do not carry over, remove them",
+    "collective_latency": "retired with the collectives-by-algorithm model (issue 20): it was a "
+                          "latency per ring step; the per-call software time is now "
+                          "collective_overhead (library), custom_allreduce_overhead and "
+                          "in_switch_overhead, and the per-step latency is the hardware's "
+                          "link_latency; values fitted to the old ring model do not carry over, "
+                          "remove them",
+}
 #: the flat keys of one resolution: scalars and ``<by_dtype>.<dtype>``
 FLAT_KEYS = (*(f"{p}.{d}" for p in BY_DTYPE for d in COMPUTE_DTYPES), *SCALARS)
 #: dtypes a missing per-dtype factor is taken from, in order (else the ideal value)
@@ -243,8 +298,7 @@ class EngineParams:
     request_overhead: float  # [s]
     layer_overhead: float  # [s]
     comm_bytes: float  # [B] per element, 0 = activation precision
-    link_efficiency: float  # [1]
-    collective_latency: float  # [s] per collective step
+    collective_overhead: float  # [s] per library collective call
     comm_overlap: float  # [1]
     memory_fraction: float  # [1]
     max_batch: float  # [1], inf = no cap
@@ -259,6 +313,14 @@ class EngineParams:
     speculative_tokens: float  # [1]
     speculative_acceptance: float  # [1]
     speculative_draft_cost: float  # [1]
+    in_switch_overhead: float  # [s] per in-switch all-reduce call, inf = not used
+    custom_allreduce_max_bytes: float  # [B], 0 = no custom all-reduce
+    custom_allreduce_max_group: float  # [1]
+    custom_allreduce_overhead: float  # [s] per call
+    custom_allreduce_efficiency: float  # [1]
+    oneshot_max_bytes: float  # [B], groups of 3-4
+    oneshot_max_bytes_large: float  # [B], groups of 5+
+    fastest_collective: float  # [1] 1 = fastest algorithm, 0 = the engine's rules
     origin: dict[str, str] = field(default_factory=dict, compare=False)
 
     def compute(self, dtype: str, phase: str) -> float:
@@ -411,6 +473,8 @@ def _read_level(table: Any, label: str, file: str, problems: list[str]) -> dict[
             s = _read_number(entry, key, PARAMS[key], f"{where} {key}", problems)
             if s is not None:
                 out[key] = Value(s.value, _origin(origin_label, s), s)
+        elif key in RETIRED:
+            problems.append(f"{where}: parameter {key!r} is {RETIRED[key]}")
         else:
             problems.append(f"{where}: unknown parameter {key!r}"
                             f"{suggest(key, (*PARAMS, *(f'{b}_source' for b in BOOLS)))}")
@@ -538,11 +602,31 @@ def parse_engine(raw: dict[str, Any], file: str, *, expected_id: str | None = No
                 what = f"{name}.bf16" if name in BY_DTYPE else name
                 problems.append(f"{file}: [defaults] lacks {what}: a real serving stack is not "
                                 f"ideal here; give a sourced value or an estimate with its rule")
+    _check_custom_allreduce(levels, file, problems)
     if problems:
         raise SpecError(problems, f"engine {file}")
     return Engine(id=engine_id, name=text["name"], description=text["description"],
                   versions=text["versions"], runs_on=tuple(runs_on),
                   notes=tuple(notes), levels=levels, delegate=tuple(delegate), where=file)
+
+
+def _check_custom_allreduce(levels: Mapping[tuple[str, str], Mapping[str, Value]], file: str,
+                            problems: list[str]) -> None:
+    """A file that gives some level a custom all-reduce (``custom_allreduce_max_bytes`` > 0) must
+    state its group limit, cost, bandwidth and thresholds somewhere in the file: their ideal values
+    (no cost, any size one-shot) would make a real engine's kernels look free."""
+    uses = [lvl for lvl, values in levels.items()
+            if values.get("custom_allreduce_max_bytes", Value(0.0, "")).value]
+    if not uses:
+        return
+    stated = {k for values in levels.values() for k in values}
+    missing = [k for k in CUSTOM_ALLREDUCE if k not in stated]
+    if missing:
+        where = ", ".join(f"[{lvl}.{key}]" if key else f"[{lvl}]" for lvl, key in uses)
+        problems.append(f"{file}: {where} gives the engine a custom all-reduce "
+                        f"(custom_allreduce_max_bytes > 0) but the file does not state "
+                        f"{', '.join(missing)}: give each a sourced value or an estimate with its "
+                        f"rule")
 
 
 def _failed(raw: dict[str, Any], name: str) -> bool:
@@ -669,6 +753,8 @@ def _overlay_level(table: Any, label: str, problems: list[str]) -> dict[str, Val
             val = _overlay_value(name, v, f"{where} {name}", problems)
             if val is not None:
                 out[name] = Value(val, f"overlay [{label}] (fitted)")
+        elif name in RETIRED:
+            problems.append(f"{where}: parameter {name!r} is {RETIRED[name]}")
         else:
             problems.append(f"{where}: unknown parameter {name!r}{suggest(name, PARAMS)}")
     return out
@@ -735,6 +821,12 @@ def _ideal(engine: Engine, device: Device, *, supported: bool, why: str, delegat
                         origin=origin, **values)
 
 
+#: what the ``absent`` value of an optional parameter means, for the origin text
+_ABSENT_MEANS = {"in_switch_overhead": "the library does not reduce inside the switch (inf)",
+                 "custom_allreduce_max_bytes": "no custom all-reduce (0 B)",
+                 "fastest_collective": "the engine's own collective rules (0)"}
+
+
 def _resolve_levels(engine: Engine, device: Device,
                     fitted: Mapping[tuple[str, str], Mapping[str, Value]]) -> EngineParams:
     base = device.base or device.id
@@ -744,6 +836,9 @@ def _resolve_levels(engine: Engine, device: Device,
         chain.append(fitted.get(lvl, {}))  # a fitted value beats the file at the same level
         chain.append(engine.levels.get(lvl, {}))
     suffix = f" (hypothetical {device.id} resolves as its base {base})" if device.base else ""
+    # an engine that sets nothing at any level is the physics bound (``ideal``): every parameter at
+    # its ideal value; a real engine's optional parameters it leaves out take their absent value
+    real = any(engine.levels.values())
     found: dict[str, Value] = {}
     for key in FLAT_KEYS:
         for values in chain:
@@ -757,6 +852,9 @@ def _resolve_levels(engine: Engine, device: Device,
             v = found[name]
             values[name] = v.value if name in BOOLS else float(v.value)
             origin[name] = v.origin + suffix
+        elif real and PARAMS[name].absent is not None:
+            values[name] = PARAMS[name].absent
+            origin[name] = f"absent from every level of {engine.where}: {_ABSENT_MEANS[name]}"
         else:
             values[name] = PARAMS[name].ideal
             origin[name] = f"ideal value (absent from every level of {engine.where})"

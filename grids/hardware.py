@@ -38,11 +38,13 @@ EFFICIENCY_FIELDS = {
 BY_DTYPE = "flops_efficiency_by_dtype"
 CLASS_FIELDS = {**EFFICIENCY_FIELDS, "idle_fraction": ("fraction", -1e-300, 1.0),
                 "host_power_fraction": ("fraction", -1e-300, 10.0),
-                "link_latency": ("time", 0.0, 1.0), "scaleout_latency": ("time", 0.0, 1.0)}
+                "link_latency": ("time", 0.0, 1.0), "scaleout_latency": ("time", 0.0, 1.0),
+                "link_efficiency": ("fraction", 0.0, 1.0)}
 
 #: keys allowed in the tables of a device file (text fields included)
 INTERCONNECT_KEYS = ("name", "link_bandwidth", "link_latency", "domain_size", "scaleout_bandwidth",
-                     "scaleout_latency", "package_size", "package_bandwidth", "package_latency")
+                     "scaleout_latency", "package_size", "package_bandwidth", "package_latency",
+                     "link_efficiency", "peer_links", "switch_reduction_efficiency")
 POWER_KEYS = ("tdp", "idle", "host_power")
 
 
@@ -122,6 +124,15 @@ class Device:
     package_size: int = 1  # devices per package sharing an in-package link
     package_bandwidth: float | None = None  # [B/s] per direction, in-package (package_size > 1)
     package_latency: float | None = None  # [s] per in-package hop
+    #: achievable fraction [1] of a link's bandwidth in large-message collectives (the bus
+    #: bandwidth of nccl-tests / rccl-tests over the link rate), at every interconnect level
+    link_efficiency: float = 0.8
+    #: direct links the scale-up bandwidth is split over (a full mesh: one per peer; a torus: one
+    #: per neighbour); 0 = a switched fabric, which gives any group the whole link bandwidth
+    peer_links: int = 0
+    #: achievable fraction [1] of the link bandwidth of an all-reduce reduced inside the switch
+    #: (NVLink SHARP, "NVLS"); 0 = the fabric has no in-switch reduction
+    switch_reduction_efficiency: float = 0.0
 
     @property
     def device_capacity(self) -> float:
@@ -153,6 +164,8 @@ class Device:
             "package_latency_s": self.package_latency,
             "scaleout_bandwidth_bytes_per_s": self.scaleout_bandwidth,
             "scaleout_latency_s": self.scaleout_latency,
+            "link_efficiency": self.link_efficiency, "peer_links": self.peer_links,
+            "switch_reduction_efficiency": self.switch_reduction_efficiency,
             "tdp_w": self.tdp, "idle_w": self.idle, "host_power_w": self.host_power,
             "efficiency": eff,
             "efficiency_origin": dict(self.efficiency.origin),
@@ -357,6 +370,43 @@ class _Links:
     package_size: int
     package_bandwidth: float | None
     package_latency: float | None
+    link_efficiency: float
+    peer_links: int
+    switch_reduction_efficiency: float
+
+
+def _read_collective_fabric(ic: dict[str, Any], r: _Reader) -> tuple[float, int, float]:
+    """``(link_efficiency, peer_links, switch_reduction_efficiency)`` of ``[interconnect]``: the
+    achievable collective bandwidth fraction (class default when absent), the direct links the
+    scale-up bandwidth splits over (absent: 0, a switched fabric) and the in-switch reduction's
+    efficiency (absent: 0, none); see docs/catalog.md."""
+    eff = r.with_default(ic.get("link_efficiency"), "fraction", "interconnect.link_efficiency",
+                         "link_efficiency")
+    if not 0 < eff <= 1:
+        r.problems.append(f"{r.where}: interconnect.link_efficiency = {eff:g} outside (0, 1] (the "
+                          f"achievable fraction of the link bandwidth in collectives)")
+    peers = 0
+    if ic.get("peer_links") is not None:
+        v = r.num(ic["peer_links"], "count", "interconnect.peer_links", positive=False)
+        if v is not None and (v < 0 or not float(v).is_integer()):
+            r.problems.append(f"{r.where}: interconnect.peer_links = {v:g} must be a whole number "
+                              f">= 0 (0 = a switched fabric)")
+        elif v is not None:
+            peers = int(v)
+    switch = 0.0
+    if ic.get("switch_reduction_efficiency") is not None:
+        v = r.num(ic["switch_reduction_efficiency"], "fraction",
+                  "interconnect.switch_reduction_efficiency", positive=False)
+        if v is not None and not 0 <= v <= 1:
+            r.problems.append(f"{r.where}: interconnect.switch_reduction_efficiency = {v:g} outside "
+                              f"[0, 1] (0 = no in-switch reduction)")
+        elif v is not None:
+            switch = v
+        if switch > 0 and peers > 0:
+            r.problems.append(f"{r.where}: interconnect.switch_reduction_efficiency needs a switched "
+                              f"fabric, but peer_links = {peers} says the links are direct (set "
+                              f"peer_links = 0 or remove the switch reduction)")
+    return eff, peers, switch
 
 
 def _read_interconnect(raw: dict[str, Any], r: _Reader) -> _Links:
@@ -384,6 +434,7 @@ def _read_interconnect(raw: dict[str, Any], r: _Reader) -> _Links:
             if key in ic:
                 r.problems.append(f"{r.where}: interconnect.{key} is set but package_size is 1 "
                                   f"(one device per package): set package_size or remove {key}")
+    eff, peers, switch = _read_collective_fabric(ic, r)
     return _Links(
         link_bandwidth=r.num(ic.get("link_bandwidth"), "bandwidth", "interconnect.link_bandwidth"),
         link_latency=r.with_default(ic.get("link_latency"), "time", "interconnect.link_latency",
@@ -393,7 +444,8 @@ def _read_interconnect(raw: dict[str, Any], r: _Reader) -> _Links:
                                  "interconnect.scaleout_bandwidth"),
         scaleout_latency=r.with_default(ic.get("scaleout_latency"), "time",
                                         "interconnect.scaleout_latency", "scaleout_latency"),
-        package_size=package or 1, package_bandwidth=pkg_bw, package_latency=pkg_lat)
+        package_size=package or 1, package_bandwidth=pkg_bw, package_latency=pkg_lat,
+        link_efficiency=eff, peer_links=peers, switch_reduction_efficiency=switch)
 
 
 def _read_power(raw: dict[str, Any], r: _Reader) -> tuple[float | None, float | None, float | None]:
@@ -481,7 +533,9 @@ def parse_device(raw: dict[str, Any], where: str) -> Device:
         sources=r.sources, notes=tuple(str(n) for n in raw.get("notes", [])),
         caches=tuple(raw.get("caches", [])), host_power=host_power,
         package_size=links.package_size, package_bandwidth=links.package_bandwidth,
-        package_latency=links.package_latency,
+        package_latency=links.package_latency, link_efficiency=links.link_efficiency,
+        peer_links=links.peer_links,
+        switch_reduction_efficiency=links.switch_reduction_efficiency,
     )
 
 
@@ -572,6 +626,9 @@ OVERRIDE_KEYS: dict[str, tuple[str, str]] = {
     "package_bandwidth": ("bandwidth", "in-package link bandwidth per direction"),
     "package_latency": ("time", "in-package link latency"),
     "scaleout_bandwidth": ("bandwidth", "scale-out bandwidth per direction"),
+    "link_efficiency": ("fraction", "achievable fraction of the link bandwidth in collectives"),
+    "peer_links": ("count", "direct links the scale-up bandwidth splits over (0 = switched)"),
+    "switch_reduction_efficiency": ("fraction", "in-switch all-reduce efficiency (0 = none)"),
     "tdp": ("power", "the device's own board/module power"),
     "idle": ("power", "idle power"),
     "host_power": ("power", "host and system overhead attributed to one device"),
@@ -612,6 +669,14 @@ def _check_derived(dev: Device, new_id: str, problems: list[str]) -> None:
                         f"{dev.domain_size} (set both)")
     if dev.package_size > 1 and dev.package_bandwidth is None:
         problems.append(f"{new_id}: package_size {dev.package_size} needs package_bandwidth")
+    if not 0 < dev.link_efficiency <= 1:
+        problems.append(f"{new_id}: link_efficiency = {dev.link_efficiency} outside (0, 1]")
+    if not 0 <= dev.switch_reduction_efficiency <= 1:
+        problems.append(f"{new_id}: switch_reduction_efficiency = "
+                        f"{dev.switch_reduction_efficiency} outside [0, 1]")
+    if dev.switch_reduction_efficiency > 0 and dev.peer_links > 0:
+        problems.append(f"{new_id}: switch_reduction_efficiency needs a switched fabric "
+                        f"(peer_links = 0), got peer_links = {dev.peer_links}")
     e = dev.efficiency
     for k, (_, lo, hi) in EFFICIENCY_FIELDS.items():
         if not (lo < getattr(e, k) <= hi):
@@ -657,7 +722,7 @@ def derive_device(base: Device, new_id: str, overrides: dict[str, float],
                 host = MemoryTier("host (hypothetical)", "dram", 0.0, 0.0,
                                   base.efficiency.bandwidth_efficiency)
             host = dataclasses.replace(host, **{key.split("_")[1]: value})
-        elif key in ("domain_size", "package_size"):
+        elif key in ("domain_size", "package_size", "peer_links"):
             changes[key] = int(value)
         else:
             changes[key] = value

@@ -701,7 +701,8 @@ def _hypothetical(hid: str, table: Any, resolve, problems: list[str]) -> list[hw
             except SpecError as exc:
                 problems.extend(exc.problems)
                 continue
-            if dim != "fraction" and not key.startswith("efficiency.") and q <= 0:
+            if dim != "fraction" and not key.startswith("efficiency.") and q <= 0 \
+                    and not (key == "peer_links" and q == 0):  # 0 peer links = switched
                 problems.append(f"{where}.{key}: {v!r} must be > 0")
                 continue
             if dim == "count" and not q.is_integer():

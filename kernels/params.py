@@ -23,11 +23,19 @@ HW_FIELDS = (
     "package_size", "package_bandwidth", "package_latency",  # in-package link, per direction
     "domain_size", "link_bandwidth", "link_latency",        # scale-up, per direction [B/s], [s]
     "scaleout_bandwidth", "scaleout_latency",
+    "link_efficiency",      # achievable fraction of a link's bandwidth in collectives, every level
+    "peer_links",           # direct links the scale-up bandwidth splits over; 0 = switched fabric
+    "switch_efficiency",    # in-switch all-reduce (NVLS): achievable fraction; 0 = none
     "tdp", "idle", "host_power",                            # [W] per device
     "capacity_fraction", "jitter",
     # engine
     "layer_overhead", "iteration_overhead", "request_overhead",  # [s]
-    "comm_bytes", "link_efficiency", "collective_latency", "comm_overlap",
+    "comm_bytes", "collective_overhead", "comm_overlap",     # [B], [s] per library call, [1]
+    "in_switch_overhead",                                   # [s] per NVLS call; inf = not used
+    "custom_ar_max_bytes", "custom_ar_max_group",           # custom all-reduce: [B] (0 = none), [1]
+    "custom_ar_overhead", "custom_ar_efficiency",           # [s] per call, [1]
+    "oneshot_max_bytes", "oneshot_max_bytes_large",         # [B] one-shot below, groups 3-4 / 5+
+    "fastest_collective",                                   # 1 = fastest algorithm, 0 = the rules
     "max_batch", "prefill_chunk", "pads_heads",
     "spec_tokens", "spec_acceptance", "spec_draft_cost",
     "supported",

@@ -5,7 +5,7 @@ Every function here is a numba scalar helper, inlined into both entry points of 
 equation with its source; the comments below name the equation numbers and sections used there.
 
 :func:`stage_geometry` holds what a (platform, model, precision, layout) is: head padding, the
-busiest pipeline stage, bytes per device, links. :func:`pass_fixed` and :func:`pass_time` time
+busiest pipeline stage, bytes per device. :func:`pass_fixed` and :func:`pass_time` time
 one forward pass of any mix of tokens (a static batch's decode step, its prefill, a continuous
 batching iteration that carries both): :mod:`kernels.static` and :mod:`kernels.serving` build the
 serving modes from them and :mod:`kernels.point` chains the stages of a point.
@@ -22,6 +22,7 @@ from collections import namedtuple
 import numpy as np
 
 from kernels.accelerate import scalar_jit
+from kernels.collectives import allreduce_time, alltoall_time, hops_time
 from kernels.params import BOUND_INFEASIBLE, HW, LY, MD, PR, PX, M, R
 
 # column indices as module constants (numba freezes globals at compile time)
@@ -32,14 +33,10 @@ H_T1C, H_T1B, H_T1E, H_T1K = (HW["tier1_capacity"], HW["tier1_bandwidth"],
 H_T2C, H_T2B, H_T2E, H_T2K = (HW["tier2_capacity"], HW["tier2_bandwidth"],
                               HW["tier2_efficiency"], HW["tier2_kind"])
 H_HC, H_HB, H_HE = HW["host_capacity"], HW["host_bandwidth"], HW["host_efficiency"]
-H_PKG, H_PBW, H_PLAT = HW["package_size"], HW["package_bandwidth"], HW["package_latency"]
-H_DOM, H_LBW, H_LLAT = HW["domain_size"], HW["link_bandwidth"], HW["link_latency"]
-H_SBW, H_SLAT = HW["scaleout_bandwidth"], HW["scaleout_latency"]
 H_TDP, H_IDLE, H_HOSTP = HW["tdp"], HW["idle"], HW["host_power"]
 H_CAPF, H_JIT = HW["capacity_fraction"], HW["jitter"]
 H_OVL, H_OVI, H_OVR = HW["layer_overhead"], HW["iteration_overhead"], HW["request_overhead"]
-H_CB, H_LEFF, H_CLAT, H_OV = (HW["comm_bytes"], HW["link_efficiency"],
-                              HW["collective_latency"], HW["comm_overlap"])
+H_CB, H_OV = HW["comm_bytes"], HW["comm_overlap"]
 H_BCAP, H_CHUNK, H_PADS = HW["max_batch"], HW["prefill_chunk"], HW["pads_heads"]
 H_SPK, H_SPA, H_SPC = HW["spec_tokens"], HW["spec_acceptance"], HW["spec_draft_cost"]
 H_SUP, H_CFIX, H_CEN = HW["supported"], HW["cost_fixed"], HW["cost_energy"]
@@ -90,7 +87,7 @@ Geometry = namedtuple("Geometry", (
     "a_pad", "p_lin", "stage_layers", "sf", "moe_stage", "w_read_end",
     "dense_read_dev", "experts_dev", "weights_dev", "dense_read_on", "experts_on", "stored_on",
     "host_bytes", "kv_frac", "act_per_token_layer", "w_replica", "dev_cap",
-    "cbytes", "bw_tp", "lat_tp", "bw_ep", "lat_ep", "t_ovh"))
+    "cbytes", "t_ovh"))
 #: the KV-independent parts of forward passes, from :func:`pass_fixed`
 Pass = namedtuple("Pass", (
     "flops_w", "flops_exp", "experts_read", "act_traffic", "host_traffic", "place", "t_comm",
@@ -172,56 +169,6 @@ def window_mean_length(context, output_len, w, chunked):
 def window_capacity(x, w):
     """Tokens of KV a windowed layer keeps at sequence length x (sliding or chunked: at most w)."""
     return min(x, w) if w > 0.0 else x
-
-
-@scalar_jit
-def ring_allreduce_time(nbytes, n, bw, lat):
-    """Ring all-reduce of ``nbytes`` over n devices: 2 (n-1)/n bytes/bw + 2 (n-1) lat  [eq. (9)]."""
-    if n <= 1.0:
-        return 0.0
-    return 2.0 * (n - 1.0) / n * nbytes / bw + 2.0 * (n - 1.0) * lat
-
-
-@scalar_jit
-def link_for(hw, n):
-    """(bandwidth, latency) of the innermost interconnect level holding ``n`` contiguous devices:
-    the package, the scale-up domain, or scale-out, with the engine's link efficiency and
-    collective latency applied  [model.md section 5]."""
-    if hw[H_PKG] > 1.0 and n <= hw[H_PKG]:
-        bw, lat = hw[H_PBW], hw[H_PLAT]
-    elif n <= hw[H_DOM]:
-        bw, lat = hw[H_LBW], hw[H_LLAT]
-    else:
-        bw, lat = hw[H_SBW], hw[H_SLAT]
-    return bw * hw[H_LEFF], lat + hw[H_CLAT]
-
-
-@scalar_jit
-def hops_leaving(pp, span, block):
-    """How many of the pp - 1 pipeline hops leave a block of ``block`` contiguous devices, when a
-    stage spans ``span`` devices: hop q crosses iff q span mod block = 0  [model.md eq. (11)]."""
-    if block <= 1.0:
-        return pp - 1.0
-    g = math.gcd(int(span), int(block))
-    return math.floor((pp - 1.0) / (block / g))
-
-
-@scalar_jit
-def hops_time(hw, pp, span, nbytes):
-    """Total time of the pp - 1 pipeline hops of ``nbytes`` each, every hop on the level it
-    crosses  [model.md eq. (11)]."""
-    if pp <= 1.0:
-        return 0.0
-    eff, clat = hw[H_LEFF], hw[H_CLAT]
-    n_out = hops_leaving(pp, span, hw[H_DOM])  # leave the scale-up domain: scale-out
-    t = n_out * (nbytes / (hw[H_SBW] * eff) + hw[H_SLAT] + clat)
-    if hw[H_PKG] > 1.0:
-        n_pkg = hops_leaving(pp, span, hw[H_PKG])
-        t += (n_pkg - n_out) * (nbytes / (hw[H_LBW] * eff) + hw[H_LLAT] + clat)
-        t += (pp - 1.0 - n_pkg) * (nbytes / (hw[H_PBW] * eff) + hw[H_PLAT] + clat)
-    else:
-        t += (pp - 1.0 - n_out) * (nbytes / (hw[H_LBW] * eff) + hw[H_LLAT] + clat)
-    return t
 
 
 @scalar_jit
@@ -347,7 +294,7 @@ def static_reason(hw, md, px, ly):
 def stage_geometry(hw, md, pr, ly):
     """Everything about one compatible (platform, model, precision, layout) that depends on no
     workload: head padding, the busiest pipeline stage, the bytes each device holds and reads
-    every pass, the links its collectives use  [model.md sections 3, 5]."""
+    every pass, the bytes per element of its collectives  [model.md sections 3, 5]."""
     tp = ly[L_TP]
     pp = ly[L_PP]
     ep = ly[L_EP]
@@ -395,10 +342,8 @@ def stage_geometry(hw, md, pr, ly):
     w_replica = md[M_PLIN] * wb + w_head + w_embed + w_experts_all
     dev_cap = (hw[H_T0C] + hw[H_T1C] + hw[H_T2C]) * hw[H_CAPF]
 
-    # ---- communication on the link each group spans: section 5
+    # ---- bytes per element of the collectives (timed by kernels.collectives): section 5
     cbytes = max(hw[H_CB], pr[P_AB])  # engines reduce in at least 16 bit; ideal in the act dtype
-    bw_tp, lat_tp = link_for(hw, tp)
-    bw_ep, lat_ep = link_for(hw, tp * ep)
     on_device = 1.0 - off
     dense_read_on = dense_read_dev * on_device
     stored_on = (dense_dev - dense_read_dev) * on_device
@@ -407,8 +352,7 @@ def stage_geometry(hw, md, pr, ly):
     t_ovh = stage_layers * hw[H_OVL]
     return Geometry(a_pad, p_lin, stage_layers, sf, moe_stage, w_read_end, dense_read_dev,
                     experts_dev, weights_dev, dense_read_on, experts_on, stored_on, host_bytes,
-                    kv_frac, act_per_token_layer, w_replica, dev_cap, cbytes, bw_tp, lat_tp,
-                    bw_ep, lat_ep, t_ovh)
+                    kv_frac, act_per_token_layer, w_replica, dev_cap, cbytes, t_ovh)
 
 
 @scalar_jit
@@ -456,8 +400,9 @@ def pass_fixed(geo, hw, md, px, pr, ly, g_tok, b_tok, g_heads, n_pass):
     t_a2a = 0.0
     if ep > 1.0:
         a2a = g_tok * topk * md[M_D] * geo.cbytes * (ep - 1.0) / ep * imb / tp
-        t_a2a = 2.0 * geo.moe_stage * (a2a / geo.bw_ep + (ep - 1.0) * geo.lat_ep)
-    t_comm = 2.0 * geo.stage_layers * ring_allreduce_time(msg, tp, geo.bw_tp, geo.lat_tp) + t_a2a
+        t_a2a = 2.0 * geo.moe_stage * alltoall_time(hw, tp * ep, ep, a2a)
+    t_ar, _ = allreduce_time(hw, tp, msg)
+    t_comm = 2.0 * geo.stage_layers * t_ar + t_a2a
     t_hops = hops_time(hw, pp, tp * ep, msg)
     return Pass(flops_dense + flops_exp, flops_exp, experts_read, act_traffic, host_traffic, place,
                 t_comm, t_a2a, t_hops, r_imb)

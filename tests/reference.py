@@ -316,45 +316,108 @@ def memory_time(hw: dict, px: dict, placement: dict, traffic: dict, host_traffic
 
 
 # --------------------------------------------------------------------------------------- section 5
-def link(hw: dict, n: float) -> tuple[float, float]:
-    """Section 5: (bandwidth, latency) of the innermost level holding ``n`` contiguous devices,
-    with the engine's link efficiency and collective latency."""
+def level(hw: dict, n: float) -> tuple[str, float, float, float]:
+    """Section 5: (name, bandwidth, per-step latency, direct links ``p``) of the innermost level
+    holding ``n`` contiguous devices; only the scale-up domain has direct links."""
     if n <= hw["package_size"] and hw["package_size"] > 1:
-        bw, lat = hw["package_bandwidth"], hw["package_latency"]
-    elif n <= hw["domain_size"]:
-        bw, lat = hw["link_bandwidth"], hw["link_latency"]
-    else:
-        bw, lat = hw["scaleout_bandwidth"], hw["scaleout_latency"]
-    return bw * hw["link_efficiency"], lat + hw["collective_latency"]
+        return "package", hw["package_bandwidth"], hw["package_latency"], 0.0
+    if n <= hw["domain_size"]:
+        return "domain", hw["link_bandwidth"], hw["link_latency"], hw["peer_links"]
+    return "scaleout", hw["scaleout_bandwidth"], hw["scaleout_latency"], 0.0
 
 
-def ring_allreduce(nb: float, tp: float, bw: float, lat: float) -> float:
-    """(9) ring all-reduce of ``nb`` bytes over ``tp`` devices."""
-    if tp == 1:
+def usable_bandwidth(hw: dict, bw: float, p: float, n: float) -> float:
+    """Section 5: ``B_n = e_l bw min(n-1, p)/p``, or ``e_l bw`` on a switched fabric (p = 0)."""
+    share = 1.0 if p == 0 else min(n - 1, p) / p
+    return hw["link_efficiency"] * bw * share
+
+
+def directly_connected(hw: dict, name: str, p: float) -> bool:
+    """Section 5: a package, a switched scale-up domain or a full mesh (p >= n_dom - 1)."""
+    return name == "package" or (name == "domain" and (p == 0 or p >= hw["domain_size"] - 1))
+
+
+def _torus_block(n: float, dims: int) -> list[float]:
+    """Section 5: the extents of an n-device block of a ``dims``-dimensional torus, as even as
+    possible: log2(n) bits dealt to the dimensions one at a time (a fractional last bit)."""
+    bits = [0.0] * dims
+    left, i = math.log2(n), 0
+    while left > 0:
+        take = min(1.0, left)
+        bits[i % dims] += take
+        left -= take
+        i += 1
+    return [2.0 ** b for b in bits]
+
+
+def allreduce(hw: dict, m: float, n: float) -> float:
+    """(9): the all-reduce of ``m`` bytes over ``n`` devices the engine runs."""
+    if n == 1:
         return 0.0
-    return 2 * (tp - 1) / tp * nb / bw + 2 * (tp - 1) * lat
+    name, bw, a, p = level(hw, n)
+    b_n = usable_bandwidth(hw, bw, p, n)
+    s = math.ceil(math.log2(n))
+    o = hw["collective_overhead"]
+    if name == "domain" and not directly_connected(hw, name, p):  # a torus: a ring per dimension
+        dims = max(1, math.floor(p / 2))
+        extents = _torus_block(n, dims)
+        steps = 2 * sum(e - 1 for e in extents)
+    else:
+        steps = 2 * (n - 1)
+    library = [o + steps * a + 2 * (n - 1) / n * m / b_n]                        # ring
+    if name == "scaleout":
+        library.append(o + 2 * s * a + 2 * m / b_n)                               # tree
+    if (name == "domain" and p == 0 and hw["switch_efficiency"] > 0
+            and hw["in_switch_overhead"] != math.inf):
+        library.append(hw["in_switch_overhead"] + 2 * a
+                       + (n + 1) / n * m / (hw["switch_efficiency"] * bw))       # in-switch
+    best = min(library)
+    if (directly_connected(hw, name, p) and n <= hw["custom_ar_max_group"]
+            and m <= hw["custom_ar_max_bytes"]):
+        b_c = hw["custom_ar_efficiency"] * b_n
+        one = hw["custom_ar_overhead"] + s * a + (n - 1) * m / b_c
+        two = hw["custom_ar_overhead"] + 2 * s * a + 2 * (n - 1) / n * m / b_c
+        if hw["fastest_collective"] == 1:
+            return min(best, one, two)
+        limit = math.inf if n <= 2 else (hw["oneshot_max_bytes"] if n <= 4
+                                         else hw["oneshot_max_bytes_large"])
+        return one if m < limit else two
+    return best
+
+
+def alltoall(hw: dict, m: float, span: float, ep: float) -> float:
+    """(10): ``ep`` ranks of a group spanning ``span`` devices, ``m`` bytes sent per device."""
+    name, bw, a, p = level(hw, span)
+    rounds = 1 if (name == "scaleout" or directly_connected(hw, name, p)) else ep - 1
+    return hw["collective_overhead"] + rounds * a + m / usable_bandwidth(hw, bw, p, ep)
 
 
 def collectives(hw: dict, md: dict, pr: dict, ly: dict, sz: dict, g_pass: float,
                 phi: float) -> dict:
-    """(10) per stage pass: ``2 L_s`` all-reduces over ``link(tp)`` and, under EP, ``2 Lm_s``
-    all-to-alls over ``link(tp ep)``; ``g_pass`` is g' (sequences, or tokens for prefill)."""
+    """(10) per stage pass: ``2 L_s`` all-reduces over ``tp`` and, under EP, ``2 Lm_s``
+    all-to-alls over ``tp ep`` devices; ``g_pass`` is g' (sequences, or tokens for prefill)."""
     tp, ep = ly["tp"], ly["ep"]
     cb = max(hw["comm_bytes"], pr["act_bytes"])  # cb' = max(cb, ab)
     d = md["d_model"]
-    bw, lat = link(hw, tp)
-    t_ar = 2 * sz["l_s"] * ring_allreduce(g_pass * d * cb, tp, bw, lat)
+    t_ar = 2 * sz["l_s"] * allreduce(hw, g_pass * d * cb, tp)
     t_a2a = 0.0
     if ep > 1:
-        bw_a, lat_a = link(hw, tp * ep)
         n_a2a = g_pass * md["experts_per_token"] * d * cb * (ep - 1) / ep * phi / tp
-        t_a2a = 2 * sz["lm_s"] * (n_a2a / bw_a + (ep - 1) * lat_a)
+        t_a2a = 2 * sz["lm_s"] * alltoall(hw, n_a2a, tp * ep, ep)
     return {"t_ar": t_ar, "t_a2a": t_a2a, "t_comm": t_ar + t_a2a}
 
 
 def hops_leaving(pp: float, s: int, n: int) -> int:
     """(11) ``N_n = floor((pp - 1) / (n / gcd(s, n)))``: hops that leave an ``n``-device block."""
     return math.floor((pp - 1) / (n / math.gcd(s, n)))
+
+
+def hop(hw: dict, name: str, nb: float) -> float:
+    """(11) one hop of ``nb`` bytes on a level: ``o + a + nb / B_2``."""
+    bw, a, p = {"package": (hw["package_bandwidth"], hw["package_latency"], 0.0),
+                "domain": (hw["link_bandwidth"], hw["link_latency"], hw["peer_links"]),
+                "scaleout": (hw["scaleout_bandwidth"], hw["scaleout_latency"], 0.0)}[name]
+    return hw["collective_overhead"] + a + nb / usable_bandwidth(hw, bw, p, 2)
 
 
 def pipeline_hops(hw: dict, md: dict, pr: dict, ly: dict, g_pass: float) -> float:
@@ -366,7 +429,6 @@ def pipeline_hops(hw: dict, md: dict, pr: dict, ly: dict, g_pass: float) -> floa
     nb = g_pass * md["d_model"] * cb
     s = int(ly["tp"] * ly["ep"])
     n_pkg, n_dom = int(hw["package_size"]), int(hw["domain_size"])
-    le, cl = hw["link_efficiency"], hw["collective_latency"]
     n_out = hops_leaving(pp, s, n_dom)
     if n_pkg > 1:
         n_up = hops_leaving(pp, s, n_pkg) - n_out
@@ -374,9 +436,8 @@ def pipeline_hops(hw: dict, md: dict, pr: dict, ly: dict, g_pass: float) -> floa
     else:
         n_up = (pp - 1) - n_out
         n_pk = 0
-    return (n_out * (nb / (hw["scaleout_bandwidth"] * le) + hw["scaleout_latency"] + cl)
-            + n_up * (nb / (hw["link_bandwidth"] * le) + hw["link_latency"] + cl)
-            + n_pk * (nb / (hw["package_bandwidth"] * le) + hw["package_latency"] + cl))
+    return (n_out * hop(hw, "scaleout", nb) + n_up * hop(hw, "domain", nb)
+            + n_pk * hop(hw, "package", nb))
 
 
 def stage_pass(hw: dict, t_comp: float, t_mem: float, t_comm: float, t_ovh: float) -> float:

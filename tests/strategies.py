@@ -57,6 +57,35 @@ efficiencies = st.floats(0.05, 1.0)
 
 
 # ------------------------------------------------------------------------------------- platforms
+#: the ideal engine's collective fields: no software cost, every algorithm, the fastest chosen
+IDEAL_COLLECTIVES = {"collective_overhead": 0.0, "in_switch_overhead": 0.0,
+                     "custom_ar_max_bytes": math.inf, "custom_ar_max_group": math.inf,
+                     "custom_ar_overhead": 0.0, "custom_ar_efficiency": 1.0,
+                     "oneshot_max_bytes": math.inf, "oneshot_max_bytes_large": math.inf,
+                     "fastest_collective": 1.0}
+
+
+@st.composite
+def collective_engines(draw) -> dict:
+    """The collective fields of a real engine (docs/model.md section 5): the library's cost per
+    call, whether it reduces in the switch, and a custom all-reduce (sometimes none) with its
+    limits, cost, bandwidth share and one-shot/two-shot thresholds; sometimes the fastest
+    algorithm is chosen instead of the engine's rules."""
+    custom = draw(st.booleans())
+    return {
+        "collective_overhead": draw(st.sampled_from([0.0, 1e-6, 6.6e-6, 2.05e-5])),
+        "in_switch_overhead": draw(st.sampled_from([math.inf, 25e-6, 0.0])),
+        "custom_ar_max_bytes": (draw(st.sampled_from([8 << 20, 8e6, 1e5, math.inf]))
+                                if custom else 0.0),
+        "custom_ar_max_group": float(draw(st.sampled_from([2, 4, 8, 16, math.inf]))),
+        "custom_ar_overhead": draw(st.sampled_from([0.0, 2.5e-6, 7e-6])),
+        "custom_ar_efficiency": draw(st.one_of(st.just(1.0), st.floats(0.3, 1.0))),
+        "oneshot_max_bytes": float(draw(st.sampled_from([0, 256 << 10, 1e6, math.inf]))),
+        "oneshot_max_bytes_large": float(draw(st.sampled_from([0, 256 << 10, 5e5, math.inf]))),
+        "fastest_collective": float(draw(rarely(1, st.just(0), one_in=4))),
+    }
+
+
 @st.composite
 def engines(draw, ideal: bool | None = None) -> dict:
     """The engine fields of a platform row (docs/model.md section 1): per-layer, per-iteration and
@@ -67,19 +96,17 @@ def engines(draw, ideal: bool | None = None) -> dict:
     ideal = draw(st.booleans()) if ideal is None else ideal
     if ideal:
         e = {"layer_overhead": 0.0, "iteration_overhead": 0.0, "request_overhead": 0.0,
-             "comm_bytes": 0.0, "link_efficiency": 1.0, "collective_latency": 0.0,
-             "comm_overlap": 1.0, "max_batch": math.inf, "pads_heads": 1.0,
+             "comm_bytes": 0.0, "comm_overlap": 1.0, "max_batch": math.inf, "pads_heads": 1.0,
              "spec_tokens": 0.0, "spec_acceptance": 0.0, "spec_draft_cost": 0.0,
              "supported": 1.0, "chunked_prefill": 1.0, "mixed_batching": 1.0, "kv_block": 1.0,
-             "kv_reserve": 0.0}
+             "kv_reserve": 0.0, **IDEAL_COLLECTIVES}
     else:
         spec = draw(st.booleans())
         e = {"layer_overhead": draw(zero_or(st.floats(0.0, 1e-4))),
              "iteration_overhead": draw(zero_or(st.floats(0.0, 5e-3))),
              "request_overhead": draw(zero_or(st.floats(0.0, 0.05))),
              "comm_bytes": float(draw(st.sampled_from([0, 0, 1, 2, 4]))),
-             "link_efficiency": draw(st.one_of(st.just(1.0), st.floats(0.2, 1.0))),
-             "collective_latency": draw(st.sampled_from([0.0, 1e-6, 1e-5])),
+             **draw(collective_engines()),
              "comm_overlap": draw(st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0.0, 1.0))),
              "max_batch": float(draw(st.one_of(st.just(math.inf), log_ints(1, 4096)))),
              "pads_heads": float(draw(st.booleans())),
@@ -145,6 +172,13 @@ def devices(draw, n_tiers=None, host=None, capacity=None, kinds=None, ideal=None
     d["link_latency"] = draw(st.sampled_from([0.0, 1e-7, 1e-6, 5e-6]))
     d["scaleout_bandwidth"] = draw(log_floats(1e9, 1e12))
     d["scaleout_latency"] = draw(st.sampled_from([0.0, 2e-6, 1e-5]))
+    # the fabric: switched (no direct links, sometimes reducing in the switch), a full mesh, a
+    # torus-like set of direct links
+    d["link_efficiency"] = draw(st.one_of(st.just(1.0), st.floats(0.2, 1.0)))
+    dom = d["domain_size"]
+    d["peer_links"] = float(draw(st.sampled_from([0, 0, 1, 2, 4, 6, max(dom - 1, 1)])))
+    d["switch_efficiency"] = (draw(st.one_of(st.just(0.0), st.floats(0.3, 1.0)))
+                              if d["peer_links"] == 0 else 0.0)
     d["tdp"] = draw(st.floats(50.0, 25000.0))
     d["idle"] = d["tdp"] * draw(st.floats(0.0, 1.0))
     d["host_power"] = draw(zero_or(st.floats(0.0, 1000.0)))
@@ -168,7 +202,8 @@ def simple_device(bw=3.35e12, capacity=80e9, eff=1.0, kind=1, **over) -> dict:
              host_power=0.0, capacity_fraction=1.0, jitter=0.0,
              link_efficiency=1.0, comm_overlap=1.0, max_batch=math.inf, prefill_chunk=8192.0,
              pads_heads=1.0, supported=1.0, cost_fixed=math.nan, cost_energy=0.0,
-             chunked_prefill=1.0, mixed_batching=1.0, kv_block=1.0, kv_reserve=0.0)
+             chunked_prefill=1.0, mixed_batching=1.0, kv_block=1.0, kv_reserve=0.0,
+             **IDEAL_COLLECTIVES)
     d.update(over)
     return d
 

@@ -289,12 +289,17 @@ def test_ideal_engine_bounds_every_engine_at_maximum_load(overlay):
 HIGHER = (*(f"tier{i}_{x}" for i in range(3) for x in ("capacity", "bandwidth", "efficiency")),
           "host_capacity", "host_bandwidth", "host_efficiency", "package_bandwidth",
           "link_bandwidth", "scaleout_bandwidth", "capacity_fraction", "link_efficiency",
-          "comm_overlap", "max_batch", "supported")
+          "switch_efficiency", "custom_ar_efficiency", "comm_overlap", "max_batch", "supported")
 LOWER = ("package_latency", "link_latency", "scaleout_latency", "jitter", "layer_overhead",
-         "iteration_overhead", "request_overhead", "comm_bytes", "collective_latency", "kv_reserve")
+         "iteration_overhead", "request_overhead", "comm_bytes", "collective_overhead",
+         "in_switch_overhead", "custom_ar_overhead", "kv_reserve")
+#: the fabric's topology and the engine's collective rules change which algorithm runs, not how
+#: good a resource is: equal for "at least as good"
 SAME = (*(f"tier{i}_kind" for i in range(3)),
         "package_size", "domain_size", "prefill_chunk", "pads_heads", "spec_tokens",
-        "spec_acceptance", "spec_draft_cost", "chunked_prefill", "mixed_batching", "kv_block")
+        "spec_acceptance", "spec_draft_cost", "chunked_prefill", "mixed_batching", "kv_block",
+        "peer_links", "custom_ar_max_bytes", "custom_ar_max_group", "oneshot_max_bytes",
+        "oneshot_max_bytes_large", "fastest_collective")
 NOT_SPEED = ("tdp", "idle", "host_power", "cost_fixed", "cost_energy")
 
 

@@ -52,8 +52,8 @@ def toy_raw(engine_id: str = "toy", runs_on=("vendor:NVIDIA",)) -> dict:
     """A minimal valid engine file: every required parameter in [defaults]."""
     defaults = {
         "bandwidth": src(0.9), "iteration_overhead": src("2 ms"), "request_overhead": src("5 ms"),
-        "layer_overhead": src("3 us"), "comm_bytes": src("2 B"), "link_efficiency": src(0.8),
-        "collective_latency": src("1 us"), "comm_overlap": src(0.0), "memory_fraction": src(0.9),
+        "layer_overhead": src("3 us"), "comm_bytes": src("2 B"),
+        "collective_overhead": src("6.6 us"), "comm_overlap": src(0.0), "memory_fraction": src(0.9),
         "max_batch": src(256), "prefill_chunk": src(2048), "kv8_efficiency": src(0.9),
         "weight_only_efficiency": src(0.85), "pads_heads": False, "pads_heads_source": "test",
         "chunked_prefill": True, "chunked_prefill_source": "test", "mixed_batching": True,
@@ -261,7 +261,8 @@ def _set(raw_or_overlay: dict, level: str, name: str, value, *, overlay: bool):
 
 @given(file_levels=st.sets(st.sampled_from(LEVELS[1:])),
        overlay_levels=st.sets(st.sampled_from(LEVELS)),
-       name=st.sampled_from(["bandwidth", "link_efficiency", "memory_fraction", "kv8_efficiency"]))
+       name=st.sampled_from(["bandwidth", "custom_allreduce_efficiency", "memory_fraction",
+                             "kv8_efficiency"]))
 def test_fallback_order_and_overlay_precedence(file_levels, overlay_levels, name):
     """Device beats vendor beats class beats defaults; a fitted value beats the file at the same or
     a less specific level, never a more specific file value."""
@@ -380,10 +381,15 @@ CORRUPTIONS = {
                          "estimate = true needs a 'rule'"),
     "pads_not_bool": (lambda r: r["defaults"].__setitem__("pads_heads", "no"),
                       "pads_heads must be true or false"),
-    "bare_number": (lambda r: r["defaults"].__setitem__("link_efficiency", 0.8),
-                    "link_efficiency: expected a table"),
-    "wrong_unit": (lambda r: r["defaults"].__setitem__("collective_latency", src("1 GB")),
+    "bare_number": (lambda r: r["defaults"].__setitem__("weight_only_efficiency", 0.8),
+                    "weight_only_efficiency: expected a table"),
+    "wrong_unit": (lambda r: r["defaults"].__setitem__("collective_overhead", src("1 GB")),
                    "is a bytes but a time"),
+    "retired": (lambda r: r["defaults"].__setitem__("collective_latency", src("1 us")),
+                "parameter 'collective_latency' is retired"),
+    "custom_incomplete": (lambda r: r["defaults"].__setitem__("custom_allreduce_max_bytes",
+                                                              src("8 MiB")),
+                          "does not state custom_allreduce_max_group, custom_allreduce_overhead"),
     "missing_required": (lambda r: r["defaults"].pop("memory_fraction"),
                          "[defaults] lacks memory_fraction"),
     "not_whole": (lambda r: r["defaults"].__setitem__("max_batch", src(10.5)),
@@ -497,6 +503,19 @@ def test_overlay_values_and_validation(devices):
         assert part in text, part
     with pytest.raises(SpecError, match="unknown parameter"):
         E.resolve("vllm", devices["h100-sxm"], {"vllm": {"defaults": {"bandwith": 0.5}}})
+
+
+def test_overlays_fitted_to_the_ring_model_are_rejected_with_the_reason():
+    """Issue 20 retired link_efficiency and collective_latency (a ring with a fitted per-step
+    latency): an overlay that still sets them names what replaced them, and the shipped one has
+    none of them."""
+    stale = {"trtllm": {"defaults": {"link_efficiency": 0.6, "collective_latency": 5e-6}}}
+    with pytest.raises(SpecError) as info:
+        E.check_overlay(stale)
+    text = str(info.value)
+    assert "parameter 'link_efficiency' is retired" in text and "[interconnect] link_efficiency" in text
+    assert "parameter 'collective_latency' is retired" in text and "collective_overhead" in text
+    E.check_overlay(E.shipped_overlay())
 
 
 # ----------------------------------------------------------------------------- output and docs

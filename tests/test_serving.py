@@ -220,10 +220,24 @@ def test_rate_percentiles_are_ordered_and_saturate_at_maximum_load(engine):
     t50, t90, t99 = out[M["ttft_p50"], ok], out[M["ttft_p90"], ok], out[M["ttft_p99"], ok]
     assert (t50 <= t90).all() and (t90 <= t99).all()
     assert (out[M["e2e_p50"], ok] <= out[M["e2e_p99"], ok]).all()
-    # the rate is served: throughput = rate x output tokens
-    np.testing.assert_allclose(out[M["throughput"], ok],
-                               df["request_rate"].to_numpy()[ok] * df["output_len"].to_numpy()[ok],
-                               rtol=1e-4)
+    # the rate is served: throughput = rate x output tokens, except where X(N) jumps over the
+    # rate (docs/model.md section 13.4: either side of a jump is an answer). Besides the steps of
+    # a prompt's chunks, the collectives make such jumps: an engine's custom all-reduce stops at
+    # its size limit and the library's algorithm takes over (SGLang on 8 H200 at 8 MiB: 514
+    # requests in flight). A row off the rate must show its jump within 0.1% of its concurrency.
+    want = df["request_rate"].to_numpy() * df["output_len"].to_numpy()
+    off = np.flatnonzero(ok & ~np.isclose(out[M["throughput"]], want, rtol=1e-4, atol=0.0))
+    assert len(off) <= 0.1 * ok.sum()
+    for i in off:
+        conc = out[M["concurrency"], i]
+        side = df.iloc[[i, i]].drop(columns="request_rate").assign(batch=[conc * 0.999,
+                                                                          conc * 1.001])
+        _, x = _evaluate(side, MODE_CONTINUOUS)
+        below, above = x[M["throughput"]]
+        assert below < want[i] < above, (df.iloc[i].to_dict(), below, want[i], above)
+        # a jump, not the slope: X(N) = N / cycle, the cycle never shorter at more requests, so
+        # a continuous X grows at most by 1.001 / 0.999 across the two sides
+        assert above > 1.003 * below, (df.iloc[i].to_dict(), below, above)
     # more load, longer waits; the mean concurrency grows
     per = ok.reshape(-1, len(fractions))
     for name in ("ttft", "ttft_p99", "concurrency"):

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from grids.engines import calibration_path, catalog_engines, resolve
+from grids.engines import PARAMS, calibration_path, catalog_engines, resolve
 from grids.errors import SpecError
-from grids.hardware import catalog_ids, load_device
+from grids.hardware import COMPUTE_DTYPES, catalog_ids, load_device
 from grids.layouts import parse_layout
 from kernels.params import METRICS, MODE_CONTINUOUS, MODE_RATE
 from sweep import validate as V
@@ -269,6 +269,24 @@ def _subset() -> pd.DataFrame:
     return pd.concat([nv, amd, unusable])
 
 
+def test_calibration_fits_only_parameters_the_engine_catalog_has():
+    """Every parameter a unit fits, and every bound calibrate states, is an engine parameter that
+    exists (issue 20 retired link_efficiency and collective_latency): an overlay of its output
+    loads. The shipped rows include multi-device ones, which used to add the retired pair."""
+    ev = V.Evaluator(SHIPPED[USABLE])
+    assert (pd.to_numeric(ev.rows["devices"], errors="coerce") > 1).any()
+    fitted = {p for u in C.plan_units(ev, 20) for p in u.params}
+    assert fitted
+    for name in fitted:
+        base = name.split(".")[0]
+        assert base in PARAMS, name
+        if "." in name:
+            assert name.split(".")[1] in COMPUTE_DTYPES, name
+    for name in C.BOUNDS:
+        assert name == "compute" or name in PARAMS, name
+    assert not set(C.PRIOR_TIME_SCALE) - set(PARAMS)
+
+
 def test_calibrate_subset_writes_loadable_overlay(tmp_path, capsys):
     shipped = C.default_output()
     before = shipped.read_bytes() if shipped.exists() else None
@@ -307,16 +325,17 @@ def test_calibrate_subset_writes_loadable_overlay(tmp_path, capsys):
 
 
 def test_calibration_recovers_known_parameters():
-    """Synthetic measurements made by the model with known engine parameters are fitted back."""
+    """Synthetic measurements made by the model with known engine parameters are fitted back
+    (multi-device rows among them: their collectives are the engine file's, not fitted)."""
     use = USABLE & SHIPPED["engine"].eq("trtllm").to_numpy() \
         & SHIPPED["hardware"].eq("h100-sxm").to_numpy() & SHIPPED["precision"].eq("fp8").to_numpy()
     rows = SHIPPED[use]
     rows = pd.concat([rows[rows["metric"] == "ttft"].head(12),
                       rows[rows["metric"] != "ttft"].sample(40, random_state=1)])
+    assert (pd.to_numeric(rows["devices"], errors="coerce") > 1).sum() >= 10
     truth = {"trtllm": {"defaults": {
         "bandwidth": 0.7, "iteration_overhead": 2e-3, "request_overhead": 12e-3,
-        "decode_compute": {"fp8": 0.6}, "prefill_compute": {"fp8": 0.55},
-        "link_efficiency": 0.5, "collective_latency": 10e-6}}}
+        "decode_compute": {"fp8": 0.6}, "prefill_compute": {"fp8": 0.55}}}}
     synth = V.compare(rows, overlay=truth)
     ok = synth["status"].eq("used").to_numpy()
     assert ok.sum() >= 40
@@ -324,7 +343,7 @@ def test_calibration_recovers_known_parameters():
     cal = C.calibrate(data, prior_weight=0.0, max_nfev=60)
     (fit,) = cal.fits
     got = cal.overlay["trtllm"]["defaults"]
-    for name in ("bandwidth", "iteration_overhead", "request_overhead", "link_efficiency"):
+    for name in ("bandwidth", "iteration_overhead", "request_overhead"):
         assert got[name] == pytest.approx(truth["trtllm"]["defaults"][name], rel=0.02), name
     assert got["decode_compute"]["fp8"] == pytest.approx(0.6, rel=0.02)
     assert got["prefill_compute"]["fp8"] == pytest.approx(0.55, rel=0.02)

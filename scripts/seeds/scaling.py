@@ -77,9 +77,10 @@ Strong scaling at batch 128: TP2 {span(strong[2])}, TP4 {span(strong[4])}. Data 
 
 **Verdict: {'agrees' if tp_ok else 'disagrees'} for TP, {'agrees' if dp_ok else 'disagrees'}
 for DP (by construction: `throughput = dp x replica throughput`, docs/model.md section 9).** In
-the model a TP group splits weights, KV cache and FLOPs evenly and adds two ring all-reduces per
-layer on NVLink / Infinity Fabric (vLLM's link efficiency and collective latency, calibrated on
-other publishers' multi-GPU rows); with the batch scaled by T the per-device work is unchanged.
+the model a TP group splits weights, KV cache and FLOPs evenly and adds two all-reduces per layer
+on NVLink / Infinity Fabric, costed by the algorithm vLLM runs (its custom one-shot/two-shot
+kernels below 8 MiB, NCCL or RCCL above; docs/model.md section 5, measured latencies and bus
+bandwidths); with the batch scaled by T the per-device work is unchanged.
 The seed's lower efficiencies are what vLLM 0.9 adds on top: synchronisation, idle time at the
 collectives, smaller per-GPU kernels; and at `128 x T` sequences a TP group may also be admitted
 fewer sequences than asked when its KV cache is full, which the model's static batch does not

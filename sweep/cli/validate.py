@@ -200,7 +200,7 @@ def fit_table(cal) -> str:
 
 
 def _fmt_param(name: str, v: float) -> str:
-    if name.split(".")[0] in ("iteration_overhead", "request_overhead", "collective_latency"):
+    if name.split(".")[0] in ("iteration_overhead", "request_overhead"):
         return f"{v * 1e3:.3g} ms"
     return f"{v:.3g}"
 

@@ -15,10 +15,16 @@ Parameters per unit, each only where the unit's rows carry information on it: ``
 (fp16 and bf16 as one 16-bit factor, :data:`TIED_DTYPES`; factors on the device's achievable
 efficiency, physical bounds (0.05, 1]: an engine cannot beat what the hardware catalog says the
 best software reaches; a factor that ends at 1 is reported as a finding), ``iteration_overhead``
-and ``request_overhead`` [s], ``link_efficiency`` and ``collective_latency`` [s] where the rows
-use more than one device, ``kv8_efficiency`` where rows use an 8-bit KV cache. Device-level
+and ``request_overhead`` [s], ``kv8_efficiency`` where rows use an 8-bit KV cache. Device-level
 values are never fitted: two devices of one vendor share their engine's parameters, so a device
 at least as good in every resource is never predicted slower.
+
+The collectives are not fitted: their cost is the algorithm the engine runs on the device's
+fabric (docs/model.md section 5), from the hardware's measured bus bandwidth and the engines'
+sourced per-call costs, thresholds and limits (docs/engines.md). Multi-device rows inform the
+parameters above like any other row. (The ring model's ``link_efficiency`` and
+``collective_latency``, which this fit used to absorb multi-device error into, were retired by
+issue 20.)
 
 The objective is the log error ``ln(predicted / measured)`` of every usable row with a stated
 engine, minimised robustly (:func:`scipy.optimize.least_squares`, ``loss='soft_l1'``,
@@ -52,8 +58,6 @@ BOUNDS = {
     "compute": (0.05, 1.0, 1.0),  # decode_compute.<dtype>, prefill_compute.<dtype>
     "iteration_overhead": (0.0, 20e-3, 1e-3),
     "request_overhead": (0.0, 0.2, 1e-3),
-    "link_efficiency": (0.05, 1.0, 1.0),
-    "collective_latency": (0.0, 100e-6, 1e-6),
     "kv8_efficiency": (0.05, 1.0, 1.0),
 }
 #: compute dtypes fitted as one factor: fp16 and bf16 run at the same tensor-core rate on every
@@ -65,8 +69,7 @@ DEFAULT_LOSS = "soft_l1"
 DEFAULT_F_SCALE = 0.1
 #: weight of the prior residuals (ln-ratio for factors, (x - start) / scale_prior for times)
 PRIOR_WEIGHT = 0.05
-PRIOR_TIME_SCALE = {"iteration_overhead": 2e-3, "request_overhead": 20e-3,
-                    "collective_latency": 20e-6}
+PRIOR_TIME_SCALE = {"iteration_overhead": 2e-3, "request_overhead": 20e-3}
 #: metrics that inform decode and prefill parameters
 DECODE_METRICS = {"tpot", "throughput", "total_throughput", "e2e_latency", "tokens_per_joule",
                   "total_tokens_per_joule"}
@@ -163,9 +166,6 @@ def unit_params(rows: pd.DataFrame, dtypes: pd.Series) -> list[str]:
         out.append(f"prefill_compute.{dt}")
     if "ttft" in metrics or "e2e_latency" in metrics:
         out.append("request_overhead")
-    devices = pd.to_numeric(rows["devices"], errors="coerce").fillna(1)
-    if (devices > 1).any():
-        out += ["link_efficiency", "collective_latency"]
     if rows["precision"].str.contains(r"-kv(?:4|8)$", regex=True).any():
         out.append("kv8_efficiency")
     return out
