@@ -549,15 +549,18 @@ def with_capacity_for(p: dict, factor: float = 1.01, device_factor: float | None
     q = {**p, "hw": hw}
     # memory_per_device is that of the sequences that run at once: a static batch beyond memory
     # runs in waves (section 11) and reports one wave's bytes; grow the tiers until it is whole
+    # (the host tier where the device tiers were sized to spill: they keep their size)
+    spilling = device_factor is not None and p["ly"]["spill"]
     for _ in range(8):
-        if device_factor is not None and p["ly"]["spill"]:
-            break
         r = evaluate_one(q)
         if not (r["concurrency"] < q["batch"]) or q.get("mode", 0.0) != 0.0:
             break
         grow = 2.0 * q["batch"] / max(r["concurrency"], 1.0)
-        q = {**q, "hw": {**q["hw"], **{f"tier{i}_capacity": q["hw"][f"tier{i}_capacity"] * grow
-                                       for i in range(3)}}}
+        if spilling:
+            grown = {"host_capacity": q["hw"]["host_capacity"] * grow}
+        else:
+            grown = {f"tier{i}_capacity": q["hw"][f"tier{i}_capacity"] * grow for i in range(3)}
+        q = {**q, "hw": {**q["hw"], **grown}}
     return q
 
 
