@@ -176,10 +176,15 @@ def prompt_iteration(geo, hw, md, px, pr, ly, mixed, n_dec, c_tok, context, k_p,
                     kv_dev, act_dev)
     if n_dec <= 0.0:
         return pre[0], pre[1], pre[2], pre[3], pre[4], pre[5], 0.0
-    dm = dec if n_dec == d_dec else round_passes(geo, hw, md, px, pr, ly, n_dec, 0.0, context,
-                                                 1.0, c_mean, c_win, kv_dev, act_dev)
-    return (pre[0], pre[1] + dm[1], pre[2] + dm[2], pre[3] + dm[3], pre[4] + dm[4],
-            pre[5] + dm[5], dm[1])
+    # fewer than one decode on average (a request rate below two requests in flight): a
+    # fraction n_dec of the prompt iterations has one decode pass after it, the others none,
+    # so the time is continuous in n_dec instead of a whole weight read at any n_dec > 0
+    w = min(n_dec, 1.0)
+    n_pass = max(n_dec, 1.0)
+    dm = dec if n_pass == d_dec else round_passes(geo, hw, md, px, pr, ly, n_pass, 0.0, context,
+                                                  1.0, c_mean, c_win, kv_dev, act_dev)
+    return (pre[0], pre[1] + w * dm[1], pre[2] + w * dm[2], pre[3] + w * dm[3],
+            pre[4] + w * dm[4], pre[5] + w * dm[5], w * dm[1])
 
 
 @scalar_jit

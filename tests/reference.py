@@ -648,7 +648,8 @@ def latency_cov(hw: dict, dec: dict) -> tuple[float, bool]:
 
 # ------------------------------------------------------------------------------------ the point
 def reference_point(hw: dict, md: dict, px: dict, batch, context, output_len, pr: dict, ly: dict,
-                    mode: float = MODE_STATIC, *, diagnostics: bool = False) -> dict:
+                    mode: float = MODE_STATIC, *, diagnostics: bool = False,
+                    rate_concurrency: float | None = None) -> dict:
     """Every metric of ``docs/model.md`` at one point, as ``{metric name: float}``.
 
     ``hw``: a platform row (HW_FIELDS), ``px``: its row for the precision (PX_FIELDS), ``md``,
@@ -660,7 +661,8 @@ def reference_point(hw: dict, md: dict, px: dict, batch, context, output_len, pr
         from tests.reference_serving import continuous_point
 
         return continuous_point(hw, md, px, batch, context, output_len, pr, ly,
-                                mode == MODE_RATE, diagnostics=diagnostics)
+                                mode == MODE_RATE, diagnostics=diagnostics,
+                                rate_concurrency=rate_concurrency)
     return static_point(hw, md, px, batch, context, output_len, pr, ly, diagnostics=diagnostics)
 
 

@@ -280,9 +280,11 @@ def steady_state(hw: dict, md: dict, pr: dict, px: dict, ly: dict, conc: float, 
                         c_win=c_win, **pt)
         if n_dec <= 0:
             return {k: pre[k] for k in PARTS}, 0.0
-        dm = dec if n_dec == d_dec else round_passes(hw, md, pr, px, ly, sz, placement, n_dec,
-                                                      c_mean, c_win)[1]
-        return {k: pre[k] + dm[k] for k in PARTS}, dm["time"]
+        # below one decode on average, a fraction n_dec of prompt iterations has a decode pass
+        w, n_pass = min(n_dec, 1.0), max(n_dec, 1.0)
+        dm = dec if n_pass == d_dec else round_passes(hw, md, pr, px, ly, sz, placement, n_pass,
+                                                       c_mean, c_win)[1]
+        return {k: pre[k] + w * dm[k] for k in PARTS}, w * dm["time"]
 
     # 3'. whole prompts beside the decodes: prompts per iteration ~ Poisson(lam), up to n_max
     room1 = budget - (conc - 1) * q if mixed else budget
@@ -461,8 +463,12 @@ def _saturated(out: dict, hw, md, pr, px, ly, c_max, context, output_len) -> dic
 
 
 def continuous_point(hw: dict, md: dict, px: dict, batch, context, output_len, pr: dict,
-                     ly: dict, at_rate: bool, *, diagnostics: bool = False) -> dict:
-    """Every metric of a continuous-batching point (section 13), ``{metric: float}``."""
+                     ly: dict, at_rate: bool, *, diagnostics: bool = False,
+                     rate_concurrency: float | None = None) -> dict:
+    """Every metric of a continuous-batching point (section 13), ``{metric: float}``.
+    ``rate_concurrency``: at a rate, the concurrency to serve it at instead of the one
+    bisection finds (X(N) need not be monotone, so a rate can have several; the caller checks
+    that this one serves the rate: diagnostics' ``rate_served``)."""
     batch, context, output_len = float(batch), float(context), float(output_len)
     out = dict.fromkeys(METRICS, NAN)
     out.update(fits=0.0, bound=-1.0)
@@ -494,6 +500,8 @@ def continuous_point(hw: dict, md: dict, px: dict, batch, context, output_len, p
     wait = 0.0
     if at_rate:
         n = solve_rate(hw, md, pr, px, ly, batch / dp, context, output_len, c_max)
+        if n is not None and rate_concurrency is not None:
+            n = rate_concurrency
         if n is None:
             return done(_saturated(out, hw, md, pr, px, ly, c_max, context, output_len))
         conc = n
@@ -502,7 +510,8 @@ def continuous_point(hw: dict, md: dict, px: dict, batch, context, output_len, p
         # a rate inside a jump has no exact solution, either side is an answer
         # and under EP X(N) is a sawtooth (the busiest rank gains whole sequences), so a rate
         # may be served at several concurrencies: either is an answer
-        extra["near_rate_jump"] = abs(st["requests"] * dp / batch - 1) > 1e-6 or ep > 1
+        extra["rate_served"] = abs(st["requests"] * dp / batch - 1) <= 1e-6
+        extra["near_rate_jump"] = not extra["rate_served"] or ep > 1
         out["min_devices"], extra["near_min_devices"] = _min_devices(hw, md, pr, conc, x,
                                                                      context)
     elif conc < batch < math.inf:

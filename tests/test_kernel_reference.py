@@ -53,8 +53,18 @@ def assert_agrees(got: np.ndarray, ref: dict, where: str) -> None:
 
 def check_point(got: np.ndarray, p: dict, where: str) -> dict:
     """Compare the kernel's output ``got`` at point dict ``p`` with the reference; returns it."""
-    ref = reference_point(p["hw"], p["md"], p["px"], p["batch"], p["context"], p["output_len"],
-                          p["pr"], p["ly"], p.get("mode", 0.0), diagnostics=True)
+    args = (p["hw"], p["md"], p["px"], p["batch"], p["context"], p["output_len"], p["pr"],
+            p["ly"], p.get("mode", 0.0))
+    ref = reference_point(*args, diagnostics=True)
+    n_k = float(got[METRICS.index("concurrency")])
+    if (p.get("mode", 0.0) == MODE_RATE and ref["fits"] == 1 and math.isfinite(n_k)
+            and n_k != pytest.approx(ref["concurrency"], rel=RTOL)):
+        # X(N) need not be monotone, so a rate may be served at several concurrencies: the
+        # kernel's must serve it too, and every metric must agree there
+        at_k = reference_point(*args, diagnostics=True, rate_concurrency=n_k)
+        assert at_k["rate_served"], (f"{where}: the kernel's concurrency {n_k} does not serve "
+                                     f"the rate (reference: {ref['concurrency']})")
+        ref = at_k
     assert_agrees(got, ref, where)
     return ref
 
