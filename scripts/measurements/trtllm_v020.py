@@ -6,23 +6,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scripts.measurements.common import (
-    KV_NOT_STATED,
-    Converted,
-    catalog_reasons,
-    head_padding_note,
-    layout_name,
-    num,
-    read_raw,
-    rid,
-    row,
-    source_file,
-)
+from scripts.measurements.common import KV_NOT_STATED, Converted, head_padding_note, num, read_raw
+from scripts.measurements.row_builder import RowBuilder
 
 KEY = "trtllm020"
 FILE = "trtllm_v0.20_perf_overview_throughput.csv"
 NAME = "TensorRT-LLM v0.20"
 RAW_ROWS = 180
+ROWS = RowBuilder(
+    KEY,
+    FILE,
+    publisher="NVIDIA",
+    engine="trtllm",
+    printed={
+        "source": "{source} (TensorRT-LLM v0.20 perf overview, {hardware}, {model}, TP{tp}, "
+        "ISL/OSL {input_len}/{output_len})"
+    },
+)
 
 HARDWARE = {
     "NVIDIA B200": ("b200", ""),
@@ -65,34 +65,20 @@ def convert(path: Path) -> Converted:
             f"source note: {r['notes']}",
         ]
         out.append(
-            row(
-                id=rid(KEY, i),
-                publisher="NVIDIA",
-                source_file=source_file(FILE),
-                source=f"{r['source']} (TensorRT-LLM v0.20 perf overview, {r['hardware']}, {r['model']}, "
-                f"TP{tp}, ISL/OSL {isl}/{osl})",
+            ROWS.row(
+                i,
+                "throughput",
+                num(r["value"]),
+                raw=r,
                 hardware=hw,
-                hardware_raw=r["hardware"],
-                devices=tp,
                 tp=tp,
                 pp=1,
-                parallelism=layout_name(tp),
                 model=model,
-                model_raw=r["model"],
                 precision=prec,
-                engine="trtllm",
-                engine_version=r["engine_version"],
                 load="max_load",
-                batch="max",
                 context=isl,
                 output_len=osl,
-                metric="throughput",
-                value=num(r["value"]),
-                unit="token/s",
-                scope="per_system",
-                statistic="max_load",
-                skip=catalog_reasons(hw, model),
                 notes=notes,
             )
         )
-    return Converted(out, len(raw), accounting=f"{len(raw)} raw rows -> {len(out)} tidy rows (one each).")
+    return Converted.one_each(out, len(raw))

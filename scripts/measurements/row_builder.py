@@ -1,0 +1,118 @@
+"""The one row builder of the converters: what every row of a source shares is said once, what every
+row of one measured point shares once more, and each tidy row adds its metric and value.
+
+    ROWS = RowBuilder(KEY, FILE, publisher="NVIDIA", engine="trtllm", printed={"hardware_raw": "gpu"})
+    point = ROWS.point(r, source=..., hardware=hw, tp=tp, model=model, precision=prec, notes=notes)
+    point.row(i, "ttft", ms(r["ttft_ms"]), suffix="ttft", statistic="p50")
+
+A column given (and not None) always wins; otherwise:
+
+* ``id`` is ``<key>-<number>[-<suffix>]`` (``id_width`` digits), ``source_file`` the transcription;
+* the columns of ``printed`` take the text of a raw column as printed (``point(r)`` or ``row(raw=r)``);
+* ``devices`` is tp x pp x ep x dp of the degrees given (when ``tp`` is), ``parallelism`` the layout
+  name of the degrees (``devices`` standing for tp when tp is not given);
+* ``batch`` is ``max`` on a ``max_load`` row, ``unit`` the metric's unit (schema ``metric_units``),
+  ``scope`` ``per_system``, ``statistic`` ``max_load`` on a ``max_load`` row and else ``as_published``;
+* ``skip`` starts with the catalog's reasons for ``hardware`` and ``model`` (unless
+  ``catalog_check=False``), then the source's, the point's and the row's keys; ``notes`` likewise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+from scripts.measurements.common import METRIC_UNITS, catalog_reasons, layout_name, rid, row, source_file
+
+DEGREES = ("tp", "pp", "ep", "dp")
+#: the printed columns of the shared measurement set's format (``hardware,n_devices,engine,...``)
+SHARED_SET_PRINTED = {
+    "hardware_raw": "{hardware}",
+    "model_raw": "{model}",
+    "engine_version": "{engine_version}",
+}
+
+
+class RowBuilder:
+    """Tidy rows of one source (or of one point of it: :meth:`point`)."""
+
+    def __init__(
+        self,
+        key: str,
+        file: str,
+        *,
+        id_width: int = 3,
+        printed: Mapping[str, str] | None = None,
+        catalog_check: bool = True,
+        skip: Iterable[str] = (),
+        notes: Iterable[str] = (),
+        **cols: object,
+    ) -> None:
+        self.key, self.file, self.id_width = key, file, id_width
+        #: column -> its text as a template of the raw row's columns, e.g. "{accelerator} ({system})";
+        #: over SHARED_SET_PRINTED
+        self.printed = {**SHARED_SET_PRINTED, **(printed or {})}
+        self.catalog_check = catalog_check
+        self.skip, self.notes, self.cols = tuple(skip), tuple(notes), cols
+
+    def point(
+        self,
+        raw: Mapping[str, str] | None = None,
+        *,
+        skip: Iterable[str] = (),
+        notes: Iterable[str] = (),
+        **cols: object,
+    ) -> RowBuilder:
+        """A builder whose rows all have these columns (and those ``printed`` in ``raw``), skip keys
+        and notes, after the ones of this builder."""
+        copied = {col: text.format_map(raw) for col, text in self.printed.items()} if raw is not None else {}
+        return RowBuilder(
+            self.key,
+            self.file,
+            id_width=self.id_width,
+            printed=self.printed,
+            catalog_check=self.catalog_check,
+            skip=(*self.skip, *skip),
+            notes=(*self.notes, *notes),
+            **{**self.cols, **copied, **cols},
+        )
+
+    def row_id(self, number: int, suffix: str = "") -> str:
+        return rid(self.key, number, self.id_width, suffix)
+
+    def row(
+        self,
+        number: int,
+        metric: str,
+        value: object,
+        *,
+        suffix: str = "",
+        raw: Mapping[str, str] | None = None,
+        skip: Iterable[str] = (),
+        notes: Iterable[str] = (),
+        **cols: object,
+    ) -> dict[str, str]:
+        """One tidy row: data row ``number`` of the transcription (plus ``suffix`` in the id)."""
+        b = self.point(raw, skip=skip, notes=notes, **cols)
+        c = {k: v for k, v in b.cols.items() if v is not None}
+        given = [c.get(d) for d in DEGREES]
+        if c.get("tp"):
+            c.setdefault("devices", math.prod(int(d) for d in given if d))
+        if c.get("tp") or c.get("devices"):
+            c.setdefault("parallelism", layout_name(c.get("tp") or c["devices"], *given[1:]))
+        max_load = c.get("load") == "max_load"
+        if max_load:
+            c.setdefault("batch", "max")
+        c.setdefault("unit", METRIC_UNITS[metric])
+        c.setdefault("scope", "per_system")
+        c.setdefault("statistic", "max_load" if max_load else "as_published")
+        reasons = catalog_reasons(c["hardware"], c.get("model", "")) if self.catalog_check else []
+        return row(
+            id=self.row_id(number, suffix),
+            source_file=source_file(self.file),
+            metric=metric,
+            value=value,
+            skip=[*reasons, *b.skip],
+            notes=b.notes,
+            **c,
+        )
