@@ -6,21 +6,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scripts.measurements.common import (
-    Converted,
-    catalog_reasons,
-    layout_name,
-    num,
-    read_raw,
-    rid,
-    row,
-    source_file,
-)
+from scripts.measurements.common import Converted, layout_name, num, read_raw
+from scripts.measurements.row_builder import RowBuilder
 
 KEY = "jetstream"
 FILE = "jetstream_pytorch_tpu_v5e_summary.csv"
 NAME = "JetStream TPU v5e"
 RAW_ROWS = 14
+ROWS = RowBuilder(
+    KEY,
+    FILE,
+    publisher="Google",
+    engine="jetstream",
+    printed={"source": "{source} (JetStream-PyTorch benchmark summary, {model}, {precision})"},
+)
 
 MODELS = {
     "Llama 3 - 8B": "llama-3-8b",
@@ -39,7 +38,7 @@ def convert(path: Path) -> Converted:
             raise ValueError(f"{path.name} row {i}: unexpected hardware or metric")
         hw, model = "tpu-v5e", MODELS[r["model"]]
         chips = int(r["n_devices"])
-        skip = [*catalog_reasons(hw, model), "lengths", "convention", "batch"]
+        skip = ["lengths", "convention", "batch"]
         notes = []
         if r["precision"] == "bfloat16":
             prec = "bf16"
@@ -75,30 +74,22 @@ def convert(path: Path) -> Converted:
             f"source note: {r['notes']}",
         ]
         out.append(
-            row(
-                id=rid(KEY, i),
-                publisher="Google",
-                source_file=source_file(FILE),
-                source=f"{r['source']} (JetStream-PyTorch benchmark summary, {r['model']}, {r['precision']})",
+            ROWS.row(
+                i,
+                "throughput",
+                num(r["value"]),
+                raw=r,
                 hardware=hw,
-                hardware_raw=r["hardware"],
                 devices=chips,
                 tp=tp,
                 dp=dp,
                 parallelism=layout,
                 model=model,
-                model_raw=r["model"],
                 precision=prec,
-                engine="jetstream",
-                engine_version=r["engine_version"],
                 batch_cap=int(r["batch_or_concurrency"]),
-                metric="throughput",
-                value=num(r["value"]),
-                unit="token/s",
-                scope="per_system",
-                statistic="as_published",
                 skip=skip,
                 notes=notes,
             )
         )
+    return Converted.one_each(out, len(raw))
     return Converted(out, len(raw), accounting=f"{len(raw)} raw rows -> {len(out)} tidy rows (one each).")

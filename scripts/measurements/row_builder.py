@@ -19,6 +19,7 @@ A column given (and not None) always wins; otherwise:
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable, Mapping
 
@@ -44,38 +45,32 @@ class RowBuilder:
         id_width: int = 3,
         printed: Mapping[str, str] | None = None,
         catalog_check: bool = True,
-        skip: Iterable[str] = (),
-        notes: Iterable[str] = (),
         **cols: object,
     ) -> None:
-        self.key, self.file, self.id_width = key, file, id_width
-        #: column -> its text as a template of the raw row's columns, e.g. "{accelerator} ({system})";
-        #: over SHARED_SET_PRINTED
+        self.key, self.file, self.id_width, self.catalog_check = key, file, id_width, catalog_check
+        #: column -> its text as a template of the raw row's columns, e.g. "{accelerator} ({system})"
         self.printed = {**SHARED_SET_PRINTED, **(printed or {})}
-        self.catalog_check = catalog_check
-        self.skip, self.notes, self.cols = tuple(skip), tuple(notes), cols
+        self.cols: dict[str, object] = cols
+        self.raw: Mapping[str, str] | None = None
+        self.skip: tuple[str, ...] = ()
+        self.notes: tuple[str, ...] = ()
 
     def point(
         self,
         raw: Mapping[str, str] | None = None,
         *,
-        skip: Iterable[str] = (),
-        notes: Iterable[str] = (),
+        skip: str | Iterable[str] = (),
+        notes: str | Iterable[str] = (),
         **cols: object,
     ) -> RowBuilder:
-        """A builder whose rows all have these columns (and those ``printed`` in ``raw``), skip keys
-        and notes, after the ones of this builder."""
-        copied = {col: text.format_map(raw) for col, text in self.printed.items()} if raw is not None else {}
-        return RowBuilder(
-            self.key,
-            self.file,
-            id_width=self.id_width,
-            printed=self.printed,
-            catalog_check=self.catalog_check,
-            skip=(*self.skip, *skip),
-            notes=(*self.notes, *notes),
-            **{**self.cols, **copied, **cols},
-        )
+        """A builder whose rows all have these columns (the ``printed`` ones from ``raw``), skip keys
+        and notes (one string or several), after those of this builder."""
+        skip, notes = ([x] if isinstance(x, str) else x for x in (skip, notes))
+        out = copy.copy(self)
+        out.cols = {**self.cols, **cols}
+        out.raw = self.raw if raw is None else raw
+        out.skip, out.notes = (*self.skip, *skip), (*self.notes, *notes)
+        return out
 
     def row_id(self, number: int, suffix: str = "") -> str:
         return rid(self.key, number, self.id_width, suffix)
@@ -88,13 +83,15 @@ class RowBuilder:
         *,
         suffix: str = "",
         raw: Mapping[str, str] | None = None,
-        skip: Iterable[str] = (),
-        notes: Iterable[str] = (),
+        skip: str | Iterable[str] = (),
+        notes: str | Iterable[str] = (),
         **cols: object,
     ) -> dict[str, str]:
         """One tidy row: data row ``number`` of the transcription (plus ``suffix`` in the id)."""
         b = self.point(raw, skip=skip, notes=notes, **cols)
         c = {k: v for k, v in b.cols.items() if v is not None}
+        if b.raw is not None:
+            c |= {col: text.format_map(b.raw) for col, text in b.printed.items() if col not in c}
         given = [c.get(d) for d in DEGREES]
         if c.get("tp"):
             c.setdefault("devices", math.prod(int(d) for d in given if d))
@@ -106,7 +103,7 @@ class RowBuilder:
         c.setdefault("unit", METRIC_UNITS[metric])
         c.setdefault("scope", "per_system")
         c.setdefault("statistic", "max_load" if max_load else "as_published")
-        reasons = catalog_reasons(c["hardware"], c.get("model", "")) if self.catalog_check else []
+        reasons = catalog_reasons(c["hardware"], c.get("model", "")) if b.catalog_check else []
         return row(
             id=self.row_id(number, suffix),
             source_file=source_file(self.file),
