@@ -1,5 +1,6 @@
-"""What every converter shares: the schema, the row builder, catalog ids, exact unit conversions,
-Little's law, the checks of a built table and its summary.
+"""What every converter shares: the schema, the tidy row (built through
+:class:`scripts.measurements.row_builder.RowBuilder`), catalog ids, exact unit conversions, Little's
+law, the checks of a built table and its summary.
 
 A converter turns the raw rows of one transcription (``inputs/<file>.csv``) into tidy rows of the
 table described by ``sweep/data/measurements/schema.toml``. It never drops a raw row silently: a

@@ -1,20 +1,23 @@
 """The one row builder of the converters: what every row of a source shares is said once, what every
 row of one measured point shares once more, and each tidy row adds its metric and value.
 
-    ROWS = RowBuilder(KEY, FILE, publisher="NVIDIA", engine="trtllm", printed={"hardware_raw": "gpu"})
-    point = ROWS.point(r, source=..., hardware=hw, tp=tp, model=model, precision=prec, notes=notes)
-    point.row(i, "ttft", ms(r["ttft_ms"]), suffix="ttft", statistic="p50")
+    ROWS = RowBuilder(KEY, FILE, publisher="NVIDIA", engine="trtllm", printed={"hardware_raw": "{gpu}"})
+    point = ROWS.point(r, hardware=hw, tp=tp, model=model, precision=prec, load="static", notes=notes)
+    point.row(i, "ttft", ms(r["ttft_ms"]), suffix="ttft-p50", statistic="p50", skip=[...], notes=[...])
 
 A column given (and not None) always wins; otherwise:
 
 * ``id`` is ``<key>-<number>[-<suffix>]`` (``id_width`` digits), ``source_file`` the transcription;
-* the columns of ``printed`` take the text of a raw column as printed (``point(r)`` or ``row(raw=r)``);
+* the columns of ``printed`` are templates of the raw row (``point(r)`` or ``row(raw=r)``): its
+  text as printed, e.g. ``"{accelerator} ({system})"``; ``hardware_raw``, ``model_raw`` and
+  ``engine_version`` default to the raw columns of the same name (:data:`SHARED_SET_PRINTED`);
 * ``devices`` is tp x pp x ep x dp of the degrees given (when ``tp`` is), ``parallelism`` the layout
   name of the degrees (``devices`` standing for tp when tp is not given);
 * ``batch`` is ``max`` on a ``max_load`` row, ``unit`` the metric's unit (schema ``metric_units``),
   ``scope`` ``per_system``, ``statistic`` ``max_load`` on a ``max_load`` row and else ``as_published``;
 * ``skip`` starts with the catalog's reasons for ``hardware`` and ``model`` (unless
-  ``catalog_check=False``), then the source's, the point's and the row's keys; ``notes`` likewise.
+  ``catalog_check=False``), then the point's keys and the row's; ``notes`` likewise (one string or
+  several; empty ones and repeats are dropped).
 """
 
 from __future__ import annotations
@@ -65,11 +68,10 @@ class RowBuilder:
     ) -> RowBuilder:
         """A builder whose rows all have these columns (the ``printed`` ones from ``raw``), skip keys
         and notes (one string or several), after those of this builder."""
-        skip, notes = ([x] if isinstance(x, str) else x for x in (skip, notes))
         out = copy.copy(self)
         out.cols = {**self.cols, **cols}
         out.raw = self.raw if raw is None else raw
-        out.skip, out.notes = (*self.skip, *skip), (*self.notes, *notes)
+        out.skip, out.notes = (*self.skip, *_listed(skip)), (*self.notes, *_listed(notes))
         return out
 
     def row_id(self, number: int, suffix: str = "") -> str:
@@ -113,3 +115,7 @@ class RowBuilder:
             notes=b.notes,
             **c,
         )
+
+
+def _listed(items: str | Iterable[str]) -> tuple[str, ...]:
+    return (items,) if isinstance(items, str) else tuple(items)
