@@ -90,7 +90,6 @@ def _convert(path: Path, key: str, publisher: str, engine: str) -> Converted:
             )
         )
     return Converted.one_each(out, len(raw))
-    return Converted(out, len(raw), accounting=f"{len(raw)} raw rows -> {len(out)} tidy rows (one each).")
 
 
 class SGLang:

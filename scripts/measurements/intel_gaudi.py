@@ -77,23 +77,7 @@ def convert(path: Path) -> Converted:
                 f"table '{r['table']}': a batch-1 latency in ms at input {isl}, output length not printed; "
                 "the page does not define it (metric left as ttft, its closest reading, not asserted)"
             )
-        out.append(
-            ROWS.row(
-                i,
-                metric,
-                value,
-                raw=r,
-                hardware=hw,
-                devices=hpus,
-                model=model,
-                precision="fp8",
-                load="static",
-                batch=int(r["batch_size"]),
-                context=isl,
-                output_len=osl,
-                skip=skip,
-                notes=notes,
-            )
-        )
+        point = ROWS.point(r, hardware=hw, devices=hpus, model=model, precision="fp8", skip=skip, notes=notes)
+        batch = int(r["batch_size"])
+        out.append(point.row(i, metric, value, load="static", batch=batch, context=isl, output_len=osl))
     return Converted.one_each(out, len(raw))
-    return Converted(out, len(raw), accounting=f"{len(raw)} raw rows -> {len(out)} tidy rows (one each).")

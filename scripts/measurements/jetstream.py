@@ -73,23 +73,9 @@ def convert(path: Path) -> Converted:
             "'throughput (token/s)' does not say whether input tokens count (metric left as throughput)",
             f"source note: {r['notes']}",
         ]
+        point = ROWS.point(r, hardware=hw, devices=chips, tp=tp, dp=dp, parallelism=layout, model=model)
+        cap = int(r["batch_or_concurrency"])
         out.append(
-            ROWS.row(
-                i,
-                "throughput",
-                num(r["value"]),
-                raw=r,
-                hardware=hw,
-                devices=chips,
-                tp=tp,
-                dp=dp,
-                parallelism=layout,
-                model=model,
-                precision=prec,
-                batch_cap=int(r["batch_or_concurrency"]),
-                skip=skip,
-                notes=notes,
-            )
+            point.row(i, "throughput", num(r["value"]), precision=prec, batch_cap=cap, skip=skip, notes=notes)
         )
     return Converted.one_each(out, len(raw))
-    return Converted(out, len(raw), accounting=f"{len(raw)} raw rows -> {len(out)} tidy rows (one each).")

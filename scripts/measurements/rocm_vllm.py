@@ -76,26 +76,22 @@ def convert(path: Path) -> Converted:
             )
         else:
             raise KeyError(f"unmapped metric {r['metric']!r}")
+        point = ROWS.point(
+            r, hardware=hw, tp=8, pp=1, model=model, precision="fp8-kv8", skip=skip, notes=notes
+        )
+        isl, osl = int(r["input_len"]), int(r["output_len"])
+        value = num(r["value"])
         out.append(
-            ROWS.row(
+            point.row(
                 i,
                 metric,
-                num(r["value"]),
-                raw=r,
-                hardware=hw,
-                tp=8,
-                pp=1,
-                model=model,
-                precision="fp8-kv8",
+                value,
                 load=load,
                 batch=batch,
                 batch_cap=cap,
-                context=int(r["input_len"]),
-                output_len=int(r["output_len"]),
+                context=isl,
+                output_len=osl,
                 statistic=statistic,
-                skip=skip,
-                notes=notes,
             )
         )
     return Converted.one_each(out, len(raw))
-    return Converted(out, len(raw), accounting=f"{len(raw)} raw rows -> {len(out)} tidy rows (one each).")

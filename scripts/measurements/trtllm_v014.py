@@ -18,21 +18,17 @@ from scripts.measurements.common import (
     num,
     read_raw,
 )
-from scripts.measurements.row_builder import RowBuilder
+from scripts.measurements.trtllm_pages import trtllm_rows
 
 KEY = "trtllm014"
 FILE = "trtllm_v0.14_online_serving.csv"
 NAME = "TensorRT-LLM v0.14 online serving"
 RAW_ROWS = 360
-ROWS = RowBuilder(
+ROWS = trtllm_rows(
     KEY,
     FILE,
-    publisher="NVIDIA",
-    engine="trtllm",
-    printed={
-        "source": "{source} (TensorRT-LLM v0.14 perf overview, Online Serving Measurements, {hardware}, "
-        "{model}, ISL/OSL {input_len}/{output_len}, {batch_or_concurrency})"
-    },
+    "{source} (TensorRT-LLM v0.14 perf overview, Online Serving Measurements, {hardware}, "
+    "{model}, ISL/OSL {input_len}/{output_len}, {batch_or_concurrency})",
 )
 
 HARDWARE = {

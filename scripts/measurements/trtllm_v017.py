@@ -7,21 +7,17 @@ import re
 from pathlib import Path
 
 from scripts.measurements.common import KV_NOT_STATED, Converted, head_padding_note, num, read_raw
-from scripts.measurements.row_builder import RowBuilder
+from scripts.measurements.trtllm_pages import MOE_NOTE, trtllm_rows
 
 KEY = "trtllm017"
 FILE = "trtllm_v0.17_perf_overview_throughput.csv"
 NAME = "TensorRT-LLM v0.17"
 RAW_ROWS = 373
-ROWS = RowBuilder(
+ROWS = trtllm_rows(
     KEY,
     FILE,
-    publisher="NVIDIA",
-    engine="trtllm",
-    printed={
-        "source": "{source} (TensorRT-LLM v0.17 perf overview, throughput tables, {hardware}, {model} "
-        "{precision}, TP{tp}, ISL/OSL {input_len}/{output_len})"
-    },
+    "{source} (TensorRT-LLM v0.17 perf overview, throughput tables, {hardware}, {model} "
+    "{precision}, TP{tp}, ISL/OSL {input_len}/{output_len})",
 )
 
 HARDWARE = {
@@ -81,31 +77,13 @@ def convert(path: Path) -> Converted:
                     "mistral-7b's sliding window never binds"
                 )
         if model in MOE and tp > 1:
-            notes.append(
-                "MoE model: expert-parallel degree not printed; layout assumes experts tensor-split (ep = 1)"
-            )
+            notes.append(MOE_NOTE)
         n_req = REQUESTS_RE.search(r["batch_or_concurrency"]).group(1)
         notes += [
             f"maximum load: all {n_req} requests issued at once, in-flight batching; the engine chose "
             "the batch (not printed)",
             f"source note: {r['notes']}",
         ]
-        out.append(
-            ROWS.row(
-                i,
-                "throughput",
-                num(r["value"]),
-                raw=r,
-                hardware=hw,
-                tp=tp,
-                pp=1,
-                model=model,
-                precision=prec,
-                load="max_load",
-                context=isl,
-                output_len=osl,
-                skip=skip,
-                notes=notes,
-            )
-        )
+        point = ROWS.point(r, hardware=hw, tp=tp, pp=1, model=model, precision=prec, skip=skip, notes=notes)
+        out.append(point.row(i, "throughput", num(r["value"]), load="max_load", context=isl, output_len=osl))
     return Converted.one_each(out, len(raw))

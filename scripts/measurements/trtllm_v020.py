@@ -7,21 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from scripts.measurements.common import KV_NOT_STATED, Converted, head_padding_note, num, read_raw
-from scripts.measurements.row_builder import RowBuilder
+from scripts.measurements.trtllm_pages import MOE_NOTE, trtllm_rows
 
 KEY = "trtllm020"
 FILE = "trtllm_v0.20_perf_overview_throughput.csv"
 NAME = "TensorRT-LLM v0.20"
 RAW_ROWS = 180
-ROWS = RowBuilder(
+ROWS = trtllm_rows(
     KEY,
     FILE,
-    publisher="NVIDIA",
-    engine="trtllm",
-    printed={
-        "source": "{source} (TensorRT-LLM v0.20 perf overview, {hardware}, {model}, TP{tp}, "
-        "ISL/OSL {input_len}/{output_len})"
-    },
+    "{source} (TensorRT-LLM v0.20 perf overview, {hardware}, {model}, TP{tp}, "
+    "ISL/OSL {input_len}/{output_len})",
 )
 
 HARDWARE = {
@@ -57,28 +53,11 @@ def convert(path: Path) -> Converted:
             raise ValueError(f"{path.name} row {i}: unexpected layout or KV dtype")
         notes = [hw_note, p_note, f"tp {tp}, pp 1 on {tp} GPU(s)", head_padding_note(model, tp)]
         if model in MOE and tp > 1:
-            notes.append(
-                "MoE model: expert-parallel degree not printed; layout assumes experts tensor-split (ep = 1)"
-            )
+            notes.append(MOE_NOTE)
         notes += [
             f"{r['batch_or_concurrency']}: the engine chose the batch (not printed)",
             f"source note: {r['notes']}",
         ]
-        out.append(
-            ROWS.row(
-                i,
-                "throughput",
-                num(r["value"]),
-                raw=r,
-                hardware=hw,
-                tp=tp,
-                pp=1,
-                model=model,
-                precision=prec,
-                load="max_load",
-                context=isl,
-                output_len=osl,
-                notes=notes,
-            )
-        )
+        point = ROWS.point(r, hardware=hw, tp=tp, pp=1, model=model, precision=prec, notes=notes)
+        out.append(point.row(i, "throughput", num(r["value"]), load="max_load", context=isl, output_len=osl))
     return Converted.one_each(out, len(raw))

@@ -6,23 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from scripts.measurements.common import KV_NOT_STATED, Converted, head_padding_note, ms, num, read_raw
-from scripts.measurements.row_builder import RowBuilder
+from scripts.measurements.trtllm_pages import trtllm_rows
 
 KEY = "trtllm090"
 FILE = "trtllm_perf_overview_v0.9.0.csv"
 NAME = "TensorRT-LLM v0.9.0"
 RAW_ROWS = 126
-ROWS = RowBuilder(
+ROWS = trtllm_rows(
     KEY,
     FILE,
-    publisher="NVIDIA",
-    engine="trtllm",
-    printed={
-        "source": "{source} (TensorRT-LLM v{trtllm_version} perf overview, table '{table}', {gpu} "
-        "{precision})",
-        "hardware_raw": "{gpu}",
-        "engine_version": "{trtllm_version}",
-    },
+    "{source} (TensorRT-LLM v{trtllm_version} perf overview, table '{table}', {gpu} {precision})",
+    hardware_raw="{gpu}",
+    engine_version="{trtllm_version}",
 )
 
 HARDWARE = {
@@ -83,22 +78,11 @@ def convert(path: Path) -> Converted:
                 "batch-1 first-token latency (printed in ms); output length not printed "
                 "(does not affect TTFT)"
             )
+        point = ROWS.point(r, hardware=hw, tp=tp, model=model, precision=prec, notes=notes)
+        context = int(r["input_len"])
         out.append(
-            ROWS.row(
-                i,
-                metric,
-                value,
-                raw=r,
-                hardware=hw,
-                tp=tp,
-                model=model,
-                precision=prec,
-                load="static",
-                batch=batch,
-                context=int(r["input_len"]),
-                output_len=out_len,
-                scope=scope,
-                notes=notes,
+            point.row(
+                i, metric, value, load="static", batch=batch, context=context, output_len=out_len, scope=scope
             )
         )
     return Converted.one_each(out, len(raw))
