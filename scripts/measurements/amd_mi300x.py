@@ -68,39 +68,26 @@ def convert(path: Path) -> Converted:
         )
         src = f"{r['source']} ({r['software']}, {r['scenario']}, {r['model']}, ISL/OSL {isl}/{osl}"
         if publisher == "AMD" and r["throughput_tokens_per_s"]:
-            out.append(
-                point.row(
-                    i,
-                    "throughput",
-                    num(r["throughput_tokens_per_s"]),
-                    source=src + f", {r['num_prompts']} prompts)",
-                    load="max_load",
-                    batch_cap=int(r["max_num_seqs"]),
-                    skip="convention",
-                    notes=[
-                        f"client fed {r['num_prompts']} prompts at an infinite rate, max_num_seqs "
-                        f"{r['max_num_seqs']}: maximum load, batch_cap = max_num_seqs",
-                        "the page's 'Throughput (tokens/s)' does not say whether input tokens count, and "
-                        "the numbers do not settle it (metric left as throughput)",
-                    ],
-                )
+            cap = int(r["max_num_seqs"])
+            run = point.point(source=f"{src}, {r['num_prompts']} prompts)", load="max_load", batch_cap=cap)
+            load_note = (
+                f"client fed {r['num_prompts']} prompts at an infinite rate, max_num_seqs {cap}: maximum "
+                "load, batch_cap = max_num_seqs"
             )
+            convention_note = (
+                "the page's 'Throughput (tokens/s)' does not say whether input tokens count, and the "
+                "numbers do not settle it (metric left as throughput)"
+            )
+            value = num(r["throughput_tokens_per_s"])
+            out.append(run.row(i, "throughput", value, skip="convention", notes=[load_note, convention_note]))
         elif publisher == "AMD":
+            batch = int(r["batch_size"])
+            run = point.point(source=f"{src}, batch {batch})", load="static", batch=batch)
             static_note = (
                 "latency of one static batch, from receiving the input to the last output token (the "
                 "page's definition); mean or median not stated"
             )
-            out.append(
-                point.row(
-                    i,
-                    "e2e_latency",
-                    num(r["latency_s"]),
-                    source=src + f", batch {r['batch_size']})",
-                    load="static",
-                    batch=int(r["batch_size"]),
-                    notes=static_note,
-                )
-            )
+            out.append(run.row(i, "e2e_latency", num(r["latency_s"]), notes=static_note))
         elif r["latency_s"]:
             batch = int(r["batch_size"])
             lat, tps = Decimal(num(r["latency_s"])), Decimal(num(r["output_tokens_per_s"]))

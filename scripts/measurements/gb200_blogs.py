@@ -5,6 +5,7 @@ lengths): order-of-magnitude checks only."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from scripts.measurements.common import Converted, num, read_raw
@@ -92,23 +93,20 @@ def _convert(path: Path, key: str, publisher: str, engine: str) -> Converted:
     return Converted.one_each(out, len(raw))
 
 
-class SGLang:
-    KEY = "sglanggb200"
-    FILE = "sglang_gb200_lmsys_blog.csv"
-    NAME = "SGLang GB200 (LMSYS blog)"
-    RAW_ROWS = 5
+@dataclass(frozen=True)
+class Blog:
+    """One blog's transcription (the interface of a source: KEY, FILE, NAME, RAW_ROWS, convert)."""
 
-    @classmethod
-    def convert(cls, path: Path) -> Converted:
-        return _convert(path, cls.KEY, "LMSYS", "sglang")
+    KEY: str
+    FILE: str
+    NAME: str
+    RAW_ROWS: int
+    publisher: str
+    engine: str
+
+    def convert(self, path: Path) -> Converted:
+        return _convert(path, self.KEY, self.publisher, self.engine)
 
 
-class VLLM:
-    KEY = "vllmgb200"
-    FILE = "vllm_gb200_blog.csv"
-    NAME = "vLLM GB200 (vLLM blog)"
-    RAW_ROWS = 2
-
-    @classmethod
-    def convert(cls, path: Path) -> Converted:
-        return _convert(path, cls.KEY, "vLLM", "vllm")
+SGLang = Blog("sglanggb200", "sglang_gb200_lmsys_blog.csv", "SGLang GB200 (LMSYS blog)", 5, "LMSYS", "sglang")
+VLLM = Blog("vllmgb200", "vllm_gb200_blog.csv", "vLLM GB200 (vLLM blog)", 2, "vLLM", "vllm")
