@@ -58,6 +58,12 @@ def test_build_from_vendored_inputs_reproduces_shipped_csv(build):
     assert cli.main(["--check"]) == 0
 
 
+def test_build_writes_a_csv_byte_identical_to_the_shipped_one(tmp_path):
+    out = tmp_path / "measurements.csv"
+    assert cli.main(["--out", str(out)]) == 0
+    assert out.read_bytes() == OUT_CSV.read_bytes()
+
+
 def test_check_detects_a_stale_csv_and_build_refuses_missing_inputs(tmp_path, capsys):
     stale = tmp_path / "m.csv"
     text = OUT_CSV.read_text(encoding="utf-8").splitlines(keepends=True)

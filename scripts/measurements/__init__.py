@@ -4,7 +4,7 @@
 One module per source: a converter from the raw rows of its transcription to tidy rows of the table
 of ``sweep/data/measurements/schema.toml``. :data:`SOURCES` lists them in table order; each has
 ``KEY`` (the id prefix), ``FILE`` (its input), ``NAME``, ``RAW_ROWS`` (rows the input must have) and
-``convert(path) -> Converted``.
+``convert(path) -> Converted``; its rows come from the row builder of :mod:`.row_builder`.
 """
 
 from __future__ import annotations

@@ -8,24 +8,20 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
-from scripts.measurements.common import (
-    KV_NOT_STATED,
-    Converted,
-    catalog_reasons,
-    fmt,
-    layout_name,
-    num,
-    read_raw,
-    rid,
-    row,
-    source_file,
-)
+from scripts.measurements.common import KV_NOT_STATED, Converted, fmt, num, read_raw
+from scripts.measurements.row_builder import RowBuilder
 
 KEY = "amdmi300x"
 FILE = "amd_mi300x_published_vllm_results.csv"
 NAME = "AMD / Oracle MI300X (vLLM)"
 RAW_ROWS = 59
 
+ROWS = RowBuilder(
+    KEY,
+    FILE,
+    engine="vllm",
+    printed={"hardware_raw": "{accelerator} ({system})", "engine_version": "{software}"},
+)
 PUBLISHERS = {"AMD": "AMD", "Oracle (OCI)": "Oracle"}
 MODELS = {
     "Llama 3.1 70B (amd/Llama-3.1-70B-Instruct-FP8-KV)": "llama-3.1-70b",
@@ -42,7 +38,6 @@ def convert(path: Path) -> Converted:
             raise ValueError(f"{path.name} row {i}: unexpected hardware or precision")
         hw, model, publisher = "mi300x", MODELS[r["model"]], PUBLISHERS[r["publisher"]]
         isl, osl = int(r["input_len"]), int(r["output_len"])
-        skip = catalog_reasons(hw, model)
         if "FP8-KV" in r["model"]:
             prec = "fp8-kv8"
             notes = ["FP8-KV checkpoint (FP8 weights, activations and KV-cache scales) -> fp8-kv8"]
@@ -56,133 +51,74 @@ def convert(path: Path) -> Converted:
                 "one vLLM instance on all 8 GPUs ('single instance ... all eight GPUs'); the parallel "
                 "degrees are not printed: layout assumes tensor parallelism over the 8 (pp = 1)"
             )
-        common = dict(  # noqa: C408 (column names as keywords)
+        if publisher != "AMD":
+            notes.append(f"engine version not printed (script {r['software']})")
+        point = ROWS.point(
+            r,
             publisher=publisher,
-            source_file=source_file(FILE),
             hardware=hw,
-            hardware_raw=f"{r['accelerator']} ({r['system']})",
             devices=8,
             tp=r["tp"] or None,
-            parallelism=layout_name(8),
             model=model,
-            model_raw=r["model"],
             precision=prec,
-            engine="vllm",
+            engine_version=None if publisher == "AMD" else "",
             context=isl,
             output_len=osl,
-            scope="per_system",
+            notes=notes,
         )
         src = f"{r['source']} ({r['software']}, {r['scenario']}, {r['model']}, ISL/OSL {isl}/{osl}"
-        if publisher == "AMD":
-            common["engine_version"] = r["software"]
-            if r["throughput_tokens_per_s"]:
-                out.append(
-                    row(
-                        id=rid(KEY, i),
-                        source=src + f", {r['num_prompts']} prompts)",
-                        **common,
-                        load="max_load",
-                        batch="max",
-                        batch_cap=int(r["max_num_seqs"]),
-                        metric="throughput",
-                        value=num(r["throughput_tokens_per_s"]),
-                        unit="token/s",
-                        statistic="max_load",
-                        skip=[*skip, "convention"],
-                        notes=[
-                            *notes,
-                            f"client fed {r['num_prompts']} prompts at an infinite rate, max_num_seqs "
-                            f"{r['max_num_seqs']}: maximum load, batch_cap = max_num_seqs",
-                            "the page's 'Throughput (tokens/s)' does not say whether input tokens count, and "
-                            "the numbers do not settle it (metric left as throughput)",
-                        ],
-                    )
-                )
-            else:
-                out.append(
-                    row(
-                        id=rid(KEY, i),
-                        source=src + f", batch {r['batch_size']})",
-                        **common,
-                        load="static",
-                        batch=int(r["batch_size"]),
-                        metric="e2e_latency",
-                        value=num(r["latency_s"]),
-                        unit="s",
-                        statistic="as_published",
-                        skip=skip,
-                        notes=[
-                            *notes,
-                            "latency of one static batch, from receiving the input to the last output "
-                            "token (the page's definition); mean or median not stated",
-                        ],
-                    )
-                )
-            continue
-        common["engine_version"] = ""
-        notes.append(f"engine version not printed (script {r['software']})")
-        if r["latency_s"]:
+        if publisher == "AMD" and r["throughput_tokens_per_s"]:
+            cap = int(r["max_num_seqs"])
+            run = point.point(source=f"{src}, {r['num_prompts']} prompts)", load="max_load", batch_cap=cap)
+            load_note = (
+                f"client fed {r['num_prompts']} prompts at an infinite rate, max_num_seqs {cap}: maximum "
+                "load, batch_cap = max_num_seqs"
+            )
+            convention_note = (
+                "the page's 'Throughput (tokens/s)' does not say whether input tokens count, and the "
+                "numbers do not settle it (metric left as throughput)"
+            )
+            value = num(r["throughput_tokens_per_s"])
+            out.append(run.row(i, "throughput", value, skip="convention", notes=[load_note, convention_note]))
+        elif publisher == "AMD":
+            batch = int(r["batch_size"])
+            run = point.point(source=f"{src}, batch {batch})", load="static", batch=batch)
+            static_note = (
+                "latency of one static batch, from receiving the input to the last output token (the "
+                "page's definition); mean or median not stated"
+            )
+            out.append(run.row(i, "e2e_latency", num(r["latency_s"]), notes=static_note))
+        elif r["latency_s"]:
             batch = int(r["batch_size"])
             lat, tps = Decimal(num(r["latency_s"])), Decimal(num(r["output_tokens_per_s"]))
-            src += f", batch {batch})"
-            out.append(
-                row(
-                    id=rid(KEY, i, suffix="e2e"),
-                    source=src,
-                    **common,
-                    load="static",
-                    batch=batch,
-                    metric="e2e_latency",
-                    value=fmt(lat),
-                    unit="s",
-                    statistic="mean",
-                    skip=skip,
-                    notes=[
-                        *notes,
-                        "benchmark_latency.py: average latency of one static batch (the blog's 'Average "
-                        "latency in seconds')",
-                    ],
-                )
+            run = point.point(source=src + f", batch {batch})", load="static", batch=batch)
+            latency_note = (
+                "benchmark_latency.py: average latency of one static batch (the blog's 'Average "
+                "latency in seconds')"
+            )
+            tps_note = (
+                f"'Output throughput in TPS' = batch x output / latency = {batch} x {osl} / {fmt(lat)} = "
+                f"{batch * osl / lat:.1f}: the latency row {ROWS.row_id(i, suffix='e2e')} is kept"
             )
             out.append(
-                row(
-                    id=rid(KEY, i, suffix="throughput"),
-                    source=src,
-                    **common,
-                    load="static",
-                    batch=batch,
-                    metric="throughput",
-                    value=fmt(tps),
-                    unit="token/s",
-                    statistic="as_published",
-                    skip=[*skip, "repeat"],
-                    notes=[
-                        *notes,
-                        f"'Output throughput in TPS' = batch x output / latency = {batch} x {osl} / "
-                        f"{fmt(lat)} = {batch * osl / lat:.1f}: the latency row "
-                        f"{rid(KEY, i, suffix='e2e')} is kept",
-                    ],
-                )
+                run.row(i, "e2e_latency", fmt(lat), suffix="e2e", statistic="mean", notes=[latency_note])
+            )
+            out.append(
+                run.row(i, "throughput", fmt(tps), suffix="throughput", skip=["repeat"], notes=[tps_note])
             )
         else:
+            offline_note = (
+                "offline benchmark_throughput.py: all prompts at once (maximum load; number of prompts and "
+                "max_num_seqs not printed); the blog's column is 'Output throughput in TPS'"
+            )
             out.append(
-                row(
-                    id=rid(KEY, i),
+                point.row(
+                    i,
+                    "throughput",
+                    num(r["output_tokens_per_s"]),
                     source=src + ")",
-                    **common,
                     load="max_load",
-                    batch="max",
-                    metric="throughput",
-                    value=num(r["output_tokens_per_s"]),
-                    unit="token/s",
-                    statistic="max_load",
-                    skip=skip,
-                    notes=[
-                        *notes,
-                        "offline benchmark_throughput.py: all prompts at once (maximum load; number of "
-                        "prompts and max_num_seqs not printed); the blog's column is 'Output throughput "
-                        "in TPS'",
-                    ],
+                    notes=offline_note,
                 )
             )
     return Converted(

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from scripts.measurements.common import (
     Converted,
-    catalog_reasons,
     fmt,
     head_padding_note,
     layout_name,
@@ -19,15 +18,19 @@ from scripts.measurements.common import (
     littles_note,
     mean_tokens,
     read_raw,
-    rid,
-    row,
-    source_file,
 )
+from scripts.measurements.row_builder import RowBuilder
 
 KEY = "apexplus"
 FILE = "apex_plus_h100_serving.csv"
 NAME = "APEX+"
 RAW_ROWS = 291
+ROWS = RowBuilder(
+    KEY,
+    FILE,
+    publisher="Microsoft",
+    printed={"source": "{source} (APEX+ serving validation, {batch_or_concurrency})", "engine": "{engine}"},
+)
 
 HARDWARE = {"NVIDIA H100-SXM-80GB (8-GPU node)": "h100-sxm"}
 MODELS = {
@@ -95,12 +98,12 @@ def convert(path: Path) -> Converted:
             rate = Decimal(RATE_RE.search(r["batch_or_concurrency"]).group(1))
             e2e = Decimal(e2e_r["value"])
             batch = littles_law(rate, e2e, dp)
-            skip = catalog_reasons(hw, model)
+            skip = []
             notes = [
                 p_note,
                 METRIC_NOTES[metric],
                 f"input/output = mean tokens per request {r['input_len']} / {r['output_len']}, rounded",
-                littles_note(rate, e2e, dp, batch, f"from row {rid(KEY, e2e_i)} (this run's mean e2e)"),
+                littles_note(rate, e2e, dp, batch, f"from row {ROWS.row_id(e2e_i)} (this run's mean e2e)"),
                 f"request_rate = the trace's {fmt(rate)} req/s for the whole deployment",
             ]
             if ep:
@@ -120,13 +123,12 @@ def convert(path: Path) -> Converted:
                 )
             notes += [head_padding_note(model, tp), f"source note: {r['notes']}"]
             out.append(
-                row(
-                    id=rid(KEY, i),
-                    publisher="Microsoft",
-                    source_file=source_file(FILE),
-                    source=f"{r['source']} (APEX+ serving validation, {r['batch_or_concurrency']})",
+                ROWS.row(
+                    i,
+                    metric,
+                    fmt(Decimal(r["value"])),
+                    raw=r,
                     hardware=hw,
-                    hardware_raw=r["hardware"],
                     devices=tp * dp,
                     tp=tp,
                     pp=r["pp"] or None,
@@ -134,19 +136,12 @@ def convert(path: Path) -> Converted:
                     dp=dp if r["dp"] else None,
                     parallelism=layout,
                     model=model,
-                    model_raw=r["model"],
                     precision=prec,
-                    engine=r["engine"],
-                    engine_version=r["engine_version"],
                     load="online",
                     batch=batch,
                     request_rate=fmt(rate),
                     context=mean_tokens(r["input_len"]),
                     output_len=mean_tokens(r["output_len"]),
-                    metric=metric,
-                    value=fmt(Decimal(r["value"])),
-                    unit="s",
-                    scope="per_system",
                     statistic="mean",
                     skip=skip,
                     notes=notes,

@@ -1,5 +1,6 @@
-"""What every converter shares: the schema, the row builder, catalog ids, exact unit conversions,
-Little's law, the checks of a built table and its summary.
+"""What every converter shares: the schema, the tidy row (built through
+:class:`scripts.measurements.row_builder.RowBuilder`), catalog ids, exact unit conversions, Little's
+law, the checks of a built table and its summary.
 
 A converter turns the raw rows of one transcription (``inputs/<file>.csv``) into tidy rows of the
 table described by ``sweep/data/measurements/schema.toml``. It never drops a raw row silently: a
@@ -42,7 +43,6 @@ UNREPRESENTABLE_MODELS = ("qwen3.5-397b-a17b", "qwen3.6-27b")
 LAYOUT_RE = re.compile(r"^tp[1-9]\d*(-pp[1-9]\d*)?(-ep[1-9]\d*)?(-dp[1-9]\d*)?$")
 
 
-
 # ------------------------------------------------------------------------------------------------
 # raw input
 
@@ -67,6 +67,11 @@ class Converted:
     folded: dict[str, int] = field(default_factory=dict)
     #: one sentence: how raw rows map to tidy rows (pasted into docs/measurements.md)
     accounting: str = ""
+
+    @classmethod
+    def one_each(cls, rows: list[dict[str, str]], raw_rows: int) -> Converted:
+        """A transcription each of whose raw rows became one tidy row."""
+        return cls(rows, raw_rows, accounting=f"{raw_rows} raw rows -> {len(rows)} tidy rows (one each).")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -15,20 +15,8 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
-from scripts.measurements.common import (
-    KV_NOT_STATED,
-    Converted,
-    catalog_reasons,
-    fmt,
-    layout_name,
-    ms,
-    num,
-    read_raw,
-    rid,
-    round_half_up,
-    row,
-    source_file,
-)
+from scripts.measurements.common import KV_NOT_STATED, Converted, fmt, ms, num, read_raw, round_half_up
+from scripts.measurements.row_builder import RowBuilder
 
 PUBLISHER = "dstack"
 HARDWARE = {
@@ -79,27 +67,33 @@ def _layout(r: dict[str, str]) -> tuple[int, int, int, str, bool]:
     )
 
 
-def _common(r: dict[str, str], name: str) -> tuple[dict, list[str], list[str], bool]:
-    hw = HARDWARE[r["accelerator"]]
+def _rows(key: str, file: str) -> RowBuilder:
+    return RowBuilder(
+        key,
+        file,
+        publisher=PUBLISHER,
+        model=MODEL,
+        engine="vllm",
+        engine_version="",
+        printed={"hardware_raw": "{accelerator} ({label})", "model_raw": "{model_checkpoint}"},
+    )
+
+
+def _point(rows: RowBuilder, r: dict[str, str]) -> tuple[RowBuilder, int, bool]:
+    """The builder of the rows of raw row ``r`` (its columns and mapping notes), its replicas and
+    whether its figures are derived from another row."""
     prec, p_note = PRECISIONS[r["model_checkpoint"]]
     devices, tp, dp, l_note, derived = _layout(r)
-    cols = dict(  # noqa: C408 (column names as keywords)
-        publisher=PUBLISHER,
-        source_file=source_file(name),
-        hardware=hw,
-        hardware_raw=f"{r['accelerator']} ({r['label']})",
+    point = rows.point(
+        r,
+        hardware=HARDWARE[r["accelerator"]],
         devices=devices,
         tp=tp or None,
         dp=dp if dp > 1 else None,
-        parallelism=layout_name(tp or devices, None, None, dp),
-        model=MODEL,
-        model_raw=r["model_checkpoint"],
         precision=prec,
-        engine="vllm",
-        engine_version="",
+        notes=[p_note, l_note, f"{r['framework']}; vLLM version not printed in the data"],
     )
-    notes = [p_note, l_note, f"{r['framework']}; vLLM version not printed in the data"]
-    return cols, catalog_reasons(hw, MODEL), notes, derived
+    return point, dp, derived
 
 
 class Offline:
@@ -107,6 +101,7 @@ class Offline:
     FILE = "dstack_llama405b_fp8_h100_vs_mi300x_offline.csv"
     NAME = "dstack offline"
     RAW_ROWS = 93
+    ROWS = _rows(KEY, FILE)
 
     @classmethod
     def convert(cls, path: Path) -> Converted:
@@ -114,9 +109,9 @@ class Offline:
         out = []
         elapsed_seen: dict[tuple[str, str, str, str, str], int] = {}
         for i, r in enumerate(raw, 1):
-            cols, skip, notes, derived = _common(r, cls.FILE)
+            point, replicas, derived = _point(cls.ROWS, r)
             batch, isl, osl = int(r["num_prompts_batch"]), int(r["input_len"]), int(r["output_len"])
-            if int(r["total_num_tokens"]) != batch * (isl + osl) * (cols["dp"] or 1):
+            if int(r["total_num_tokens"]) != batch * (isl + osl) * replicas:
                 raise ValueError(f"{path.name} row {i}: total_num_tokens != batch x (ISL + OSL) x replicas")
             key = (
                 r["model_checkpoint"],
@@ -125,62 +120,48 @@ class Offline:
                 r["num_prompts_batch"],
                 r["elapsed_s"],
             )
-            notes.append(
-                f"all {batch} prompts submitted at once (num_prompts, the README's batch): a static batch "
-                "when the KV cache holds them all (the model checks the fit)"
-            )
+            skip: list[str] = []
+            notes = [
+                f"all {batch} prompts submitted at once (num_prompts, the README's batch): a static "
+                "batch when the KV cache holds them all (the model checks the fit)"
+            ]
             if derived:
-                skip = [*skip, "derived"]
+                skip.append("derived")
                 notes.append(
-                    f"elapsed time identical to row {rid(cls.KEY, elapsed_seen[key])} (one replica): the "
+                    f"elapsed time identical to row {point.row_id(elapsed_seen[key])} (one replica): the "
                     "two-replica figures are that run doubled"
                 )
             else:
                 elapsed_seen[key] = i
-            src = (
-                f"{r['source']} (dstack throughput comparison, {r['label']}, ISL/OSL {isl}/{osl}, "
-                f"{batch} prompts)"
+            run = point.point(
+                source=f"{r['source']} (dstack throughput comparison, {r['label']}, ISL/OSL {isl}/{osl}, "
+                f"{batch} prompts)",
+                load="static",
+                batch=batch,
+                context=isl,
+                output_len=osl,
+                skip=skip,
+                notes=notes,
             )
-            total = Decimal(r["total_tokens_per_s"])
+            total_id = point.row_id(i, suffix="total_throughput")
             out.append(
-                row(
-                    id=rid(cls.KEY, i, suffix="total_throughput"),
-                    source=src,
-                    **cols,
-                    load="static",
-                    batch=batch,
-                    context=isl,
-                    output_len=osl,
-                    metric="total_throughput",
-                    value=fmt(total),
-                    unit="token/s",
-                    scope="per_system",
-                    statistic="as_published",
-                    skip=skip,
-                    notes=[*notes, "total_tokens_per_s = (prompt + output tokens) / elapsed, as published"],
+                run.row(
+                    i,
+                    "total_throughput",
+                    fmt(Decimal(r["total_tokens_per_s"])),
+                    suffix="total_throughput",
+                    notes="total_tokens_per_s = (prompt + output tokens) / elapsed, as published",
                 )
             )
             out.append(
-                row(
-                    id=rid(cls.KEY, i, suffix="throughput"),
-                    source=src,
-                    **cols,
-                    load="static",
-                    batch=batch,
-                    context=isl,
-                    output_len=osl,
-                    metric="throughput",
-                    value=num(r["derived_output_tokens_per_s"]),
-                    unit="token/s",
-                    scope="per_system",
-                    statistic="as_published",
-                    skip=[*skip, "derived"],
-                    notes=[
-                        *notes,
-                        f"output tokens/s = {batch} x {osl} / {r['elapsed_s']} s (not printed by the "
-                        f"source): the total_throughput row {rid(cls.KEY, i, suffix='total_throughput')} "
-                        "is kept",
-                    ],
+                run.row(
+                    i,
+                    "throughput",
+                    num(r["derived_output_tokens_per_s"]),
+                    suffix="throughput",
+                    skip="derived",
+                    notes=f"output tokens/s = {batch} x {osl} / {r['elapsed_s']} s (not printed by the "
+                    f"source): the total_throughput row {total_id} is kept",
                 )
             )
         return Converted(
@@ -215,6 +196,7 @@ class Serving:
     FILE = "dstack_llama405b_fp8_h100_vs_mi300x_serving.csv"
     NAME = "dstack serving"
     RAW_ROWS = 15
+    ROWS = _rows(KEY, FILE)
 
     @classmethod
     def convert(cls, path: Path) -> Converted:
@@ -226,12 +208,13 @@ class Serving:
         }
         out = []
         for i, r in enumerate(raw, 1):
-            cols, skip, notes, _ = _common(r, cls.FILE)
+            point = _point(cls.ROWS, r)[0]
+            skip: list[str] = []
             done = int(r["completed"])
             isl = round_half_up(Decimal(r["total_input_tokens"]) / done)
             osl = round_half_up(Decimal(r["total_output_tokens"]) / done)
             qps, rps = Decimal(r["request_rate_qps"]), Decimal(r["request_throughput"])
-            notes += [
+            notes = [
                 f"ShareGPT prompts: context/output = mean tokens per request {r['total_input_tokens']} / "
                 f"{done} and {r['total_output_tokens']} / {done}, rounded",
                 f"measured request throughput {fmt(rps)} req/s (folded into this note); at 1000 req/s "
@@ -241,69 +224,57 @@ class Serving:
                 f"max_num_seqs {r['max_num_seqs']}",
             ]
             if qps == MAX_LOAD_QPS:
-                load, batch, rate = "max_load", "max", None
+                load, rate = "max_load", None
                 notes.append(
                     f"{r['num_prompts']} prompts at {fmt(qps)} req/s arrive within a second: maximum load, "
                     "batch_cap = max_num_seqs"
                 )
             else:
-                load, batch, rate = "online", None, qps
+                load, rate = "online", qps
                 if qps > max_rps[r["label"]]:
-                    skip = [*skip, "saturated"]
+                    skip.append("saturated")
                     notes.append(
                         "request rate above the maximum request throughput: the queue, not the engine, "
                         "holds most requests, so Little's law gives no engine batch"
                     )
-            src = (
-                f"{r['source']} (dstack QPS comparison, {r['label']}, {r['num_prompts']} ShareGPT prompts "
-                f"at {qps} QPS)"
+            run = point.point(
+                source=f"{r['source']} (dstack QPS comparison, {r['label']}, {r['num_prompts']} ShareGPT "
+                f"prompts at {qps} QPS)",
+                load=load,
+                batch_cap=int(r["max_num_seqs"]),
+                request_rate=fmt(rate) if rate is not None else None,
+                context=isl,
+                output_len=osl,
+                skip=skip,
+                notes=notes,
             )
             for suffix, col, metric, stat in SERVING:
-                mskip, mnotes = list(skip), list(notes)
+                mskip, mnotes = [], []
                 if metric in ("throughput", "total_throughput"):
-                    value, unit = num(r[col]), "token/s"
-                    stat = "max_load" if load == "max_load" else "as_published"
+                    value = num(r[col])
                     if metric == "total_throughput":
                         mskip.append("repeat")
                         mnotes.append(
                             f"total = output x (input + output tokens) / output tokens: the output row "
-                            f"{rid(cls.KEY, i, suffix='throughput')} is kept"
+                            f"{point.row_id(i, suffix='throughput')} is kept"
                         )
                 else:
-                    value, unit = ms(r[col]), "s"
+                    value = ms(r[col])
                     if stat == "p99":
                         mskip.append("p99")
-                    elif suffix.startswith("itl") or stat == "median":
+                    elif suffix.startswith("itl"):
                         mskip.append("repeat")
                         mnotes.append(
-                            f"the mean {metric.upper()} row {rid(cls.KEY, i, suffix=metric + '-mean')} "
-                            "is kept"
-                            if not suffix.startswith("itl")
-                            else f"ITL (all inter-token gaps) beside TPOT: the mean TPOT row "
-                            f"{rid(cls.KEY, i, suffix='tpot-mean')} is kept"
+                            "ITL (all inter-token gaps) beside TPOT: the mean TPOT row "
+                            f"{point.row_id(i, suffix='tpot-mean')} is kept"
                         )
+                    elif stat == "median":
+                        mskip.append("repeat")
+                        mean_id = point.row_id(i, suffix=f"{metric}-mean")
+                        mnotes.append(f"the mean {metric.upper()} row {mean_id} is kept")
                     if metric == "ttft" and load == "max_load":
                         mskip.append("queueing")
-                out.append(
-                    row(
-                        id=rid(cls.KEY, i, suffix=suffix),
-                        source=src,
-                        **cols,
-                        load=load,
-                        batch=batch,
-                        batch_cap=int(r["max_num_seqs"]),
-                        request_rate=fmt(rate) if rate is not None else None,
-                        context=isl,
-                        output_len=osl,
-                        metric=metric,
-                        value=value,
-                        unit=unit,
-                        scope="per_system",
-                        statistic=stat,
-                        skip=mskip,
-                        notes=mnotes,
-                    )
-                )
+                out.append(run.row(i, metric, value, suffix=suffix, statistic=stat, skip=mskip, notes=mnotes))
         return Converted(
             out,
             len(raw),

@@ -5,9 +5,11 @@ lengths): order-of-magnitude checks only."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
-from scripts.measurements.common import Converted, catalog_reasons, num, read_raw, rid, row, source_file
+from scripts.measurements.common import Converted, num, read_raw
+from scripts.measurements.row_builder import RowBuilder
 
 MODEL_NOTE = "'DeepSeek V3/R1' (exact checkpoint not stated): V3 and R1 share one architecture -> deepseek-v3"
 
@@ -30,14 +32,21 @@ def _precision(r: dict[str, str]) -> tuple[str, str, bool]:
     raise KeyError(f"unmapped precision {p!r}")
 
 
-def _convert(path: Path, key: str, name: str, publisher: str, engine: str) -> Converted:
+def _convert(path: Path, key: str, publisher: str, engine: str) -> Converted:
+    rows = RowBuilder(
+        key,
+        path.name,
+        publisher=publisher,
+        engine=engine,
+        engine_version="",
+    )
     raw = read_raw(path)
     out = []
     for i, r in enumerate(raw, 1):
         hw, model = "gb200", "deepseek-v3"
         prec, p_note, mixed = _precision(r)
         stage = "PREFILL" if "PREFILL" in r["notes"] else "DECODE"
-        skip = [*catalog_reasons(hw, model), "disaggregated", "degrees", "batch"]
+        skip = ["disaggregated", "degrees", "batch"]
         if mixed:
             skip.append("precision_mixed")
         if stage == "PREFILL":
@@ -63,49 +72,41 @@ def _convert(path: Path, key: str, name: str, publisher: str, engine: str) -> Co
         if r["input_len"] and ctx is None:
             notes.append(f"lengths printed as '{r['input_len']}'/'{r['output_len']}' only")
         out.append(
-            row(
-                id=rid(key, i),
-                publisher=publisher,
-                source_file=source_file(path.name),
+            rows.row(
+                i,
+                metric,
+                num(r["value"]),
+                raw=r,
                 source=f"{r['source']} ({r['hardware']}, {r['model']}, {stage.lower()} stage)",
                 hardware=hw,
-                hardware_raw=r["hardware"],
                 devices=devices,
+                parallelism="",
                 model=model,
-                model_raw=r["model"],
                 precision=prec,
-                engine=engine,
                 context=ctx,
                 output_len=osl,
-                metric=metric,
-                value=num(r["value"]),
-                unit="token/s",
                 scope="per_device",
-                statistic="as_published",
                 skip=skip,
                 notes=notes,
             )
         )
-    return Converted(out, len(raw), accounting=f"{len(raw)} raw rows -> {len(out)} tidy rows (one each).")
+    return Converted.one_each(out, len(raw))
 
 
-class SGLang:
-    KEY = "sglanggb200"
-    FILE = "sglang_gb200_lmsys_blog.csv"
-    NAME = "SGLang GB200 (LMSYS blog)"
-    RAW_ROWS = 5
+@dataclass(frozen=True)
+class Blog:
+    """One blog's transcription (the interface of a source: KEY, FILE, NAME, RAW_ROWS, convert)."""
 
-    @classmethod
-    def convert(cls, path: Path) -> Converted:
-        return _convert(path, cls.KEY, cls.NAME, "LMSYS", "sglang")
+    KEY: str
+    FILE: str
+    NAME: str
+    RAW_ROWS: int
+    publisher: str
+    engine: str
+
+    def convert(self, path: Path) -> Converted:
+        return _convert(path, self.KEY, self.publisher, self.engine)
 
 
-class VLLM:
-    KEY = "vllmgb200"
-    FILE = "vllm_gb200_blog.csv"
-    NAME = "vLLM GB200 (vLLM blog)"
-    RAW_ROWS = 2
-
-    @classmethod
-    def convert(cls, path: Path) -> Converted:
-        return _convert(path, cls.KEY, cls.NAME, "vLLM", "vllm")
+SGLang = Blog("sglanggb200", "sglang_gb200_lmsys_blog.csv", "SGLang GB200 (LMSYS blog)", 5, "LMSYS", "sglang")
+VLLM = Blog("vllmgb200", "vllm_gb200_blog.csv", "vLLM GB200 (vLLM blog)", 2, "vLLM", "vllm")

@@ -6,24 +6,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scripts.measurements.common import (
-    KV_NOT_STATED,
-    Converted,
-    catalog_reasons,
-    head_padding_note,
-    layout_name,
-    ms,
-    num,
-    read_raw,
-    rid,
-    row,
-    source_file,
-)
+from scripts.measurements.common import KV_NOT_STATED, Converted, head_padding_note, ms, num, read_raw
+from scripts.measurements.row_builder import RowBuilder
 
 KEY = "gaudi"
 FILE = "intel_gaudi_model_performance_v1.18.csv"
 NAME = "Intel Gaudi"
 RAW_ROWS = 46
+ROWS = RowBuilder(
+    KEY,
+    FILE,
+    publisher="Intel",
+    engine="gaudi",
+    printed={
+        "source": "{source} ({table}, {accelerator}, {model}, {n_hpu} HPU)",
+        "hardware_raw": "{accelerator} ({system})",
+        "engine_version": "{software}",
+    },
+)
 
 HARDWARE = {"Intel Gaudi 3 (HL-325L)": "gaudi3", "Intel Gaudi 2 (HL-225H)": "gaudi2"}
 MODELS = {
@@ -46,7 +46,7 @@ def convert(path: Path) -> Converted:
         hpus = int(r["n_hpu"])
         if r["precision"] != "fp8":
             raise ValueError(f"{path.name} row {i}: unexpected precision {r['precision']!r}")
-        skip = catalog_reasons(hw, model)
+        skip = []
         notes = [
             f"fp8 -> fp8 (W8A8 FP8); {KV_NOT_STATED}",
             f"{hpus} HPU(s); parallel degrees not printed: layout assumes tensor parallelism over them "
@@ -64,51 +64,20 @@ def convert(path: Path) -> Converted:
                 "mistral-7b's (v0.1) sliding window binds and later versions have none"
             )
         if r["throughput_tokens_per_s"]:
-            metric, value, unit, stat = (
-                "throughput",
-                num(r["throughput_tokens_per_s"]),
-                "token/s",
-                "as_published",
-            )
+            metric, value = "throughput", num(r["throughput_tokens_per_s"])
             skip.append("convention")
             notes.append(
                 "the page's 'Throughput (tokens/sec)' does not say whether input tokens count, and the "
                 "numbers do not settle it (metric left as throughput); static batch of the printed size"
             )
         else:
-            metric, value, unit, stat = "ttft", ms(r["latency_ms"]), "s", "as_published"
+            metric, value = "ttft", ms(r["latency_ms"])
             skip.append("latency_definition")
             notes.append(
                 f"table '{r['table']}': a batch-1 latency in ms at input {isl}, output length not printed; "
                 "the page does not define it (metric left as ttft, its closest reading, not asserted)"
             )
-        out.append(
-            row(
-                id=rid(KEY, i),
-                publisher="Intel",
-                source_file=source_file(FILE),
-                source=f"{r['source']} ({r['table']}, {r['accelerator']}, {r['model']}, {hpus} HPU)",
-                hardware=hw,
-                hardware_raw=f"{r['accelerator']} ({r['system']})",
-                devices=hpus,
-                tp=None,
-                parallelism=layout_name(hpus),
-                model=model,
-                model_raw=r["model"],
-                precision="fp8",
-                engine="gaudi",
-                engine_version=r["software"],
-                load="static",
-                batch=int(r["batch_size"]),
-                context=isl,
-                output_len=osl,
-                metric=metric,
-                value=value,
-                unit=unit,
-                scope="per_system",
-                statistic=stat,
-                skip=skip,
-                notes=notes,
-            )
-        )
-    return Converted(out, len(raw), accounting=f"{len(raw)} raw rows -> {len(out)} tidy rows (one each).")
+        point = ROWS.point(r, hardware=hw, devices=hpus, model=model, precision="fp8", skip=skip, notes=notes)
+        batch = int(r["batch_size"])
+        out.append(point.row(i, metric, value, load="static", batch=batch, context=isl, output_len=osl))
+    return Converted.one_each(out, len(raw))

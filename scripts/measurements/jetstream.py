@@ -6,21 +6,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scripts.measurements.common import (
-    Converted,
-    catalog_reasons,
-    layout_name,
-    num,
-    read_raw,
-    rid,
-    row,
-    source_file,
-)
+from scripts.measurements.common import Converted, layout_name, num, read_raw
+from scripts.measurements.row_builder import RowBuilder
 
 KEY = "jetstream"
 FILE = "jetstream_pytorch_tpu_v5e_summary.csv"
 NAME = "JetStream TPU v5e"
 RAW_ROWS = 14
+ROWS = RowBuilder(
+    KEY,
+    FILE,
+    publisher="Google",
+    engine="jetstream",
+    printed={"source": "{source} (JetStream-PyTorch benchmark summary, {model}, {precision})"},
+)
 
 MODELS = {
     "Llama 3 - 8B": "llama-3-8b",
@@ -39,7 +38,7 @@ def convert(path: Path) -> Converted:
             raise ValueError(f"{path.name} row {i}: unexpected hardware or metric")
         hw, model = "tpu-v5e", MODELS[r["model"]]
         chips = int(r["n_devices"])
-        skip = [*catalog_reasons(hw, model), "lengths", "convention", "batch"]
+        skip = ["lengths", "convention", "batch"]
         notes = []
         if r["precision"] == "bfloat16":
             prec = "bf16"
@@ -74,31 +73,9 @@ def convert(path: Path) -> Converted:
             "'throughput (token/s)' does not say whether input tokens count (metric left as throughput)",
             f"source note: {r['notes']}",
         ]
+        point = ROWS.point(r, hardware=hw, devices=chips, tp=tp, dp=dp, parallelism=layout, model=model)
+        cap = int(r["batch_or_concurrency"])
         out.append(
-            row(
-                id=rid(KEY, i),
-                publisher="Google",
-                source_file=source_file(FILE),
-                source=f"{r['source']} (JetStream-PyTorch benchmark summary, {r['model']}, {r['precision']})",
-                hardware=hw,
-                hardware_raw=r["hardware"],
-                devices=chips,
-                tp=tp,
-                dp=dp,
-                parallelism=layout,
-                model=model,
-                model_raw=r["model"],
-                precision=prec,
-                engine="jetstream",
-                engine_version=r["engine_version"],
-                batch_cap=int(r["batch_or_concurrency"]),
-                metric="throughput",
-                value=num(r["value"]),
-                unit="token/s",
-                scope="per_system",
-                statistic="as_published",
-                skip=skip,
-                notes=notes,
-            )
+            point.row(i, "throughput", num(r["value"]), precision=prec, batch_cap=cap, skip=skip, notes=notes)
         )
-    return Converted(out, len(raw), accounting=f"{len(raw)} raw rows -> {len(out)} tidy rows (one each).")
+    return Converted.one_each(out, len(raw))

@@ -6,24 +6,24 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
-from scripts.measurements.common import (
-    KV_NOT_STATED,
-    Converted,
-    catalog_reasons,
-    head_padding_note,
-    layout_name,
-    ms,
-    num,
-    read_raw,
-    rid,
-    row,
-    source_file,
-)
+from scripts.measurements.common import KV_NOT_STATED, Converted, head_padding_note, ms, num, read_raw
+from scripts.measurements.row_builder import RowBuilder
 
 KEY = "neuron"
 FILE = "aws_neuron_llm_benchmarks.csv"
 NAME = "AWS Neuron"
 RAW_ROWS = 94
+ROWS = RowBuilder(
+    KEY,
+    FILE,
+    publisher="AWS",
+    engine="neuron",
+    printed={
+        "source": "{source} ({instance_type}, {model}, application type '{application_type}')",
+        "hardware_raw": "{instance_type}",
+        "engine_version": "{neuron_sdk_version}",
+    },
+)
 
 #: instance type -> (hardware id, NeuronCores per chip, note)
 HARDWARE = {
@@ -140,7 +140,7 @@ def convert(path: Path) -> Converted:
         olen, o_note = leading_int(r["output_len"])
         model, m_note = model_of(r["model"], ctx + olen)
         prec, p_note, ambiguous = precision_of(r)
-        skip = catalog_reasons(hw, model)
+        skip = []
         notes = [
             f"tp_degree {cores} NeuronCores / {cores_per_chip} per chip ({hw_note}) = {devices} chips; "
             f"layout tp{devices} over chips",
@@ -174,59 +174,44 @@ def convert(path: Path) -> Converted:
             notes.append(f"source note: {r['note']}")
         if dup_of is not None:
             skip.append("dup")
-            notes.append(f"same numbers as source row {dup_of} (ids {rid(KEY, dup_of)}-*)")
+            notes.append(f"same numbers as source row {dup_of} (ids {ROWS.row_id(dup_of)}-*)")
         engine_note = (
             "engine: vLLM front end over NxD Inference"
             if "vLLM" in r["framework"]
             else "engine: Transformers NeuronX"
         )
+        point = ROWS.point(
+            r,
+            hardware=hw,
+            tp=devices,
+            model=model,
+            precision=prec,
+            load="static",
+            batch=int(r["batch_size"]),
+            context=ctx,
+            output_len=olen,
+            skip=skip,
+            notes=[*notes, engine_note],
+        )
         for suffix, metric, col, stat in METRICS:
             text = r[col]
             if not text:
                 continue  # not printed (Trn2 p99): no value to record
-            mskip, mnotes = list(skip), [*notes, engine_note]
+            mskip, mnotes = [], []
             if stat == "p99":
                 mskip.append("p99")
                 p50 = r[col.replace("p99", "p50")]
                 if Decimal(text) < Decimal(p50):
                     mnotes.append(f"source p99 ({text} ms) is below its p50 ({p50} ms)")
             if metric == "throughput":
-                value, unit = num(text), "token/s"
+                value = num(text)
                 mnotes.append(
                     "output tokens/s as published; the source does not define how it is "
                     "measured and it is not batch/tpot_p50 (see docs/measurements.md)"
                 )
             else:
-                value, unit = ms(text), "s"
-            out.append(
-                row(
-                    id=rid(KEY, i, suffix=suffix),
-                    publisher="AWS",
-                    source_file=source_file(FILE),
-                    source=f"{r['source']} ({r['instance_type']}, {r['model']}, application type '{app}')",
-                    hardware=hw,
-                    hardware_raw=r["instance_type"],
-                    devices=devices,
-                    tp=devices,
-                    parallelism=layout_name(devices),
-                    model=model,
-                    model_raw=r["model"],
-                    precision=prec,
-                    engine="neuron",
-                    engine_version=r["neuron_sdk_version"],
-                    load="static",
-                    batch=int(r["batch_size"]),
-                    context=ctx,
-                    output_len=olen,
-                    metric=metric,
-                    value=value,
-                    unit=unit,
-                    scope="per_system",
-                    statistic=stat,
-                    skip=mskip,
-                    notes=mnotes,
-                )
-            )
+                value = ms(text)
+            out.append(point.row(i, metric, value, suffix=suffix, statistic=stat, skip=mskip, notes=mnotes))
     return Converted(
         out,
         len(raw),

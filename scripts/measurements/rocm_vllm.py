@@ -7,21 +7,23 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from scripts.measurements.common import (
-    Converted,
-    catalog_reasons,
-    layout_name,
-    num,
-    read_raw,
-    rid,
-    row,
-    source_file,
-)
+from scripts.measurements.common import Converted, num, read_raw
+from scripts.measurements.row_builder import RowBuilder
 
 KEY = "rocmvllm"
 FILE = "rocm_vllm_mi300x_dev_docker.csv"
 NAME = "ROCm vLLM MI300X (dev docker)"
 RAW_ROWS = 40
+ROWS = RowBuilder(
+    KEY,
+    FILE,
+    publisher="AMD",
+    engine="vllm",
+    printed={
+        "source": "{source} (ROCm vLLM dev-docker README, MI300X, {model}, {batch_or_concurrency}, "
+        "ISL/OSL {input_len}/{output_len})"
+    },
+)
 
 MODELS = {
     "amd/Llama-3.1-70B-Instruct-FP8-KV": ("llama-3.1-70b", ""),
@@ -45,7 +47,7 @@ def convert(path: Path) -> Converted:
             raise ValueError(f"{path.name} row {i}: unexpected hardware, layout or KV dtype")
         hw = "mi300x"
         model, m_note = MODELS[r["model"]]
-        skip = catalog_reasons(hw, model)
+        skip = []
         notes = [
             m_note,
             f"printed '{r['precision']}' with kv_cache_dtype fp8 -> fp8-kv8",
@@ -54,16 +56,16 @@ def convert(path: Path) -> Converted:
         ]
         if r["metric"] == "e2e_latency_s":
             load, batch, cap = "static", int(r["batch_or_concurrency"]), None
-            metric, unit, statistic = "e2e_latency", "s", "mean"
+            metric, statistic = "e2e_latency", "mean"
             notes.insert(
                 0,
                 "benchmark_latency.py: one static batch of the printed size, prefill plus all "
                 "output tokens, mean of 5 iterations",
             )
         elif r["metric"] == "throughput_tokens_per_s_unspecified":
-            load, batch = "max_load", "max"
+            load, batch = "max_load", None
             cap = int(SEQS_RE.search(r["batch_or_concurrency"]).group(1))
-            metric, unit, statistic = "throughput", "token/s", "max_load"
+            metric, statistic = "throughput", "max_load"
             skip.append("convention")
             notes.insert(
                 0,
@@ -74,36 +76,22 @@ def convert(path: Path) -> Converted:
             )
         else:
             raise KeyError(f"unmapped metric {r['metric']!r}")
+        point = ROWS.point(
+            r, hardware=hw, tp=8, pp=1, model=model, precision="fp8-kv8", skip=skip, notes=notes
+        )
+        isl, osl = int(r["input_len"]), int(r["output_len"])
+        value = num(r["value"])
         out.append(
-            row(
-                id=rid(KEY, i),
-                publisher="AMD",
-                source_file=source_file(FILE),
-                source=f"{r['source']} (ROCm vLLM dev-docker README, MI300X, {r['model']}, "
-                f"{r['batch_or_concurrency']}, ISL/OSL {r['input_len']}/{r['output_len']})",
-                hardware=hw,
-                hardware_raw=r["hardware"],
-                devices=8,
-                tp=8,
-                pp=1,
-                parallelism=layout_name(8),
-                model=model,
-                model_raw=r["model"],
-                precision="fp8-kv8",
-                engine="vllm",
-                engine_version=r["engine_version"],
+            point.row(
+                i,
+                metric,
+                value,
                 load=load,
                 batch=batch,
                 batch_cap=cap,
-                context=int(r["input_len"]),
-                output_len=int(r["output_len"]),
-                metric=metric,
-                value=num(r["value"]),
-                unit=unit,
-                scope="per_system",
+                context=isl,
+                output_len=osl,
                 statistic=statistic,
-                skip=skip,
-                notes=notes,
             )
         )
-    return Converted(out, len(raw), accounting=f"{len(raw)} raw rows -> {len(out)} tidy rows (one each).")
+    return Converted.one_each(out, len(raw))

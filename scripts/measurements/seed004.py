@@ -8,7 +8,8 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
-from scripts.measurements.common import Converted, fmt, layout_name, num, read_raw, rid, row, source_file
+from scripts.measurements.common import Converted, fmt, layout_name, num, read_raw
+from scripts.measurements.row_builder import RowBuilder
 
 KEY = "seed004"
 FILE = "seed004.csv"
@@ -67,6 +68,14 @@ PRECISIONS = {
 }
 LAYOUTS = {"": "", "TP2 vs TP1": "tp2;tp1", "TP4 vs TP1": "tp4;tp1", "TP4 vs EP4": "tp4;tp1-ep4"}
 UNITS = {"tokens/s": "token/s", "tokens/J": "token/J", "W": "W", "ms": "s", "ratio": "1"}
+#: hardware/model/precision may list several ids (relative claims): no catalog check of the cells
+ROWS = RowBuilder(
+    KEY,
+    FILE,
+    catalog_check=False,
+    publisher="Brunetta et al.",
+    printed={"source": PAPER + ', Sec. {section}: "{quote}"'},
+)
 
 
 def convert(path: Path) -> Converted:
@@ -113,27 +122,23 @@ def convert(path: Path) -> Converted:
             load = ""
         notes.append(COMMON)
         out.append(
-            row(
-                id=rid(KEY, n),
-                publisher="Brunetta et al.",
-                source_file=source_file(FILE),
-                source=f'{PAPER}, Sec. {r["section"]}: "{r["quote"]}"',
+            ROWS.row(
+                n,
+                r["metric"],
+                fmt(value),
+                raw=r,
                 hardware=hw,
-                hardware_raw=r["hardware"],
                 devices=r["devices"],
                 tp=tp,
                 dp=dp,
                 parallelism=layout,
                 model=model,
-                model_raw=r["model"],
                 precision=prec,
                 engine=engine,
                 engine_version=version,
                 load=load,
                 batch=r["batch"],
                 batch_cap=r["batch_cap"],
-                metric=r["metric"],
-                value=fmt(value),
                 unit=UNITS[r["unit"]],
                 scope=r["scope"],
                 statistic=r["statistic"],

@@ -9,24 +9,15 @@ import re
 from decimal import Decimal
 from pathlib import Path
 
-from scripts.measurements.common import (
-    KV_NOT_STATED,
-    Converted,
-    catalog_reasons,
-    fmt,
-    head_padding_note,
-    layout_name,
-    read_raw,
-    rid,
-    row,
-    source_file,
-)
+from scripts.measurements.common import KV_NOT_STATED, Converted, fmt, head_padding_note, read_raw
+from scripts.measurements.row_builder import RowBuilder
 
 KEY = "splitwise"
 FILE = "splitwise_sim_perf_model.csv"
 NAME = "Splitwise"
 RAW_ROWS = 2280
 REPEATS = 5
+ROWS = RowBuilder(KEY, FILE, id_width=4, publisher="Microsoft")
 
 HARDWARE = {
     "NVIDIA A100-80GB (DGX-A100)": ("a100-sxm-80g", "DGX-A100 80 GB = A100 SXM 80 GB"),
@@ -78,7 +69,7 @@ def convert(path: Path) -> Converted:
         )
         if int(r["n_devices"]) != tp:
             raise ValueError(f"{path.name} row {first}: n_devices != tp")
-        skip = catalog_reasons(hw, model)
+        skip = []
         rows_txt = ", ".join(str(i) for i, _ in members)
         vals_txt = ", ".join(fmt(Decimal(m["value"])) for _, m in members)
         notes = [
@@ -105,28 +96,21 @@ def convert(path: Path) -> Converted:
             elif not 1 / LIMIT <= ratio <= LIMIT:
                 skip.append("e2e_inconsistent")
         out.append(
-            row(
-                id=rid(KEY, first, 4),
-                publisher="Microsoft",
-                source_file=source_file(FILE),
+            ROWS.row(
+                first,
+                metric,
+                fmt(medians[key]),
+                raw=r,
                 source=f"{r['source']} (Splitwise profiling data, {r['hardware']}, {r['model']} TP{tp}, "
                 "file lines " + ", ".join(REPEAT_RE.search(m["notes"]).group(2) for _, m in members) + ")",
                 hardware=hw,
-                hardware_raw=r["hardware"],
-                devices=tp,
                 tp=tp,
-                parallelism=layout_name(tp),
                 model=model,
-                model_raw=r["model"],
                 precision="fp16",
                 load="static",
                 batch=batch,
                 context=ctx,
                 output_len=olen,
-                metric=metric,
-                value=fmt(medians[key]),
-                unit="s",
-                scope="per_system",
                 statistic="median",
                 skip=skip,
                 notes=notes,

@@ -12,23 +12,21 @@ from pathlib import Path
 from scripts.measurements.common import (
     KV_NOT_STATED,
     Converted,
-    catalog_reasons,
     fmt,
     layout_name,
     littles_law,
     littles_note,
     num,
     read_raw,
-    rid,
     round_half_up,
-    row,
-    source_file,
 )
+from scripts.measurements.row_builder import RowBuilder
 
 KEY = "tpurecipes"
 FILE = "tpu_recipes_vllm_tpu_v6e_v7.csv"
 NAME = "tpu-recipes (TPU v6e, v7)"
 RAW_ROWS = 92
+ROWS = RowBuilder(KEY, FILE, publisher="Google", engine="vllm")
 
 HARDWARE = {"TPU v6e (Trillium)": ("tpu-v6e", 1), "TPU v7 (Ironwood, tpu7x)": ("tpu-v7", 2)}
 MODELS = {
@@ -82,7 +80,7 @@ def convert(path: Path) -> Converted:
         if tp_cores != chips * cores:
             raise ValueError(f"{path.name}: tp {tp_cores} is not {chips} chips x {cores} TensorCores")
         by = {(r["metric"], r["statistic"], r["scope"]): (i, r) for i, r in members}
-        skip = catalog_reasons(hw, model)
+        skip = []
         notes = [p_note]
         if cores > 1:
             notes.append(
@@ -170,15 +168,29 @@ def convert(path: Path) -> Converted:
                 f"measured request throughput {rps_row[1]['value']} req/s (transcription row {rps_row[0]}, "
                 "folded into this note)"
             )
+        point = ROWS.point(
+            hardware=hw,
+            tp=chips,
+            parallelism=layout,
+            model=model,
+            precision=prec,
+            load=load,
+            batch=batch,
+            batch_cap=cap,
+            request_rate=fmt(rate) if rate is not None else None,
+            context=isl,
+            output_len=osl,
+            skip=skip,
+            notes=notes,
+        )
         for i, r in members:
             raw_metric, stat, scope = r["metric"], r["statistic"], r["scope"]
             if raw_metric == "requests_per_s":
                 continue
-            mskip, mnotes = list(skip), list(notes)
+            mskip, mnotes = [], []
             if raw_metric.startswith("throughput"):
                 metric = "total_throughput" if "total" in raw_metric else "throughput"
-                unit, value = "token/s", num(r["value"])
-                statistic = "max_load" if load == "max_load" else "as_published"
+                statistic = None
                 if stat == "peak":
                     mskip.append("peak")
                     mnotes.append("peak output tokens/s over a short interval")
@@ -188,10 +200,9 @@ def convert(path: Path) -> Converted:
                 elif scope == "per_device" and ("throughput_output_tokens_per_s", stat, "per_system") in by:
                     j = by[("throughput_output_tokens_per_s", stat, "per_system")][0]
                     mskip.append("dup")
-                    mnotes.append(f"per-chip value = row {rid(KEY, j)} / {chips} chips")
+                    mnotes.append(f"per-chip value = row {ROWS.row_id(j)} / {chips} chips")
             else:
-                metric = "ttft" if raw_metric == "ttft_s" else "tpot"
-                unit, value, statistic = "s", num(r["value"]), stat
+                metric, statistic = ("ttft" if raw_metric == "ttft_s" else "tpot"), stat
                 if stat == "p99":
                     mskip.append("p99")
                 elif raw_metric == "itl_s":
@@ -208,31 +219,13 @@ def convert(path: Path) -> Converted:
                     mskip.append("queueing")
             mnotes.append(f"source note: {r['notes']}")
             out.append(
-                row(
-                    id=rid(KEY, i),
-                    publisher="Google",
-                    source_file=source_file(FILE),
+                point.row(
+                    i,
+                    metric,
+                    num(r["value"]),
+                    raw=r,
                     source=f"{r['source']} (tpu-recipes README, {r['hardware']}, {r['model']}, "
                     f"concurrency {r['batch_or_concurrency'] or 'not printed'})",
-                    hardware=hw,
-                    hardware_raw=r["hardware"],
-                    devices=chips,
-                    tp=chips,
-                    parallelism=layout,
-                    model=model,
-                    model_raw=r["model"],
-                    precision=prec,
-                    engine="vllm",
-                    engine_version=r["engine_version"],
-                    load=load,
-                    batch=batch,
-                    batch_cap=cap,
-                    request_rate=fmt(rate) if rate is not None else None,
-                    context=isl,
-                    output_len=osl,
-                    metric=metric,
-                    value=value,
-                    unit=unit,
                     scope=scope,
                     statistic=statistic,
                     skip=mskip,

@@ -12,22 +12,24 @@ from pathlib import Path
 from scripts.measurements.common import (
     KV_NOT_STATED,
     Converted,
-    catalog_reasons,
     fmt,
-    layout_name,
     littles_law,
     littles_note,
     num,
     read_raw,
-    rid,
-    row,
-    source_file,
 )
+from scripts.measurements.trtllm_pages import trtllm_rows
 
 KEY = "trtllm014"
 FILE = "trtllm_v0.14_online_serving.csv"
 NAME = "TensorRT-LLM v0.14 online serving"
 RAW_ROWS = 360
+ROWS = trtllm_rows(
+    KEY,
+    FILE,
+    "{source} (TensorRT-LLM v0.14 perf overview, Online Serving Measurements, {hardware}, "
+    "{model}, ISL/OSL {input_len}/{output_len}, {batch_or_concurrency})",
+)
 
 HARDWARE = {
     "NVIDIA H100 80GB HBM3": ("h100-sxm", "H100 80GB HBM3 = the SXM part (the PCIe card has HBM2e)"),
@@ -61,7 +63,7 @@ def convert(path: Path) -> Converted:
         rps = Decimal(metrics["requests_per_s"][1]["value"])
         folded += 1
         ttft, itl = Decimal(metrics["ttft_s"][1]["value"]), Decimal(metrics["itl_s"][1]["value"])
-        base_skip = catalog_reasons(hw, model)
+        base_skip = []
         notes = [
             hw_note,
             f"BF16 -> bf16; {KV_NOT_STATED}",
@@ -91,15 +93,28 @@ def convert(path: Path) -> Converted:
             )
             if rate > max_rps[key[:5]]:
                 base_skip = [*base_skip, "saturated"]
-        for raw_metric, (metric, unit) in {
-            "ttft_s": ("ttft", "s"),
-            "itl_s": ("tpot", "s"),
-            "throughput_output_tokens_per_s": ("throughput", "token/s"),
-            "throughput_total_tokens_per_s": ("total_throughput", "token/s"),
+        point = ROWS.point(
+            hardware=hw,
+            tp=tp,
+            pp=int(ref["pp"]),
+            model=model,
+            precision="bf16",
+            load=load,
+            batch=batch,
+            request_rate=fmt(rate) if rate is not None else None,
+            context=isl,
+            output_len=osl,
+            skip=base_skip,
+            notes=notes,
+        )
+        for raw_metric, metric in {
+            "ttft_s": "ttft",
+            "itl_s": "tpot",
+            "throughput_output_tokens_per_s": "throughput",
+            "throughput_total_tokens_per_s": "total_throughput",
         }.items():
             i, r = metrics[raw_metric]
-            skip, mnotes = list(base_skip), list(notes)
-            statistic = "mean"
+            skip, mnotes, statistic = [], [], "mean"
             if metric == "ttft":
                 mnotes.append("mean TTFT; includes queueing")
                 if load == "max_load":
@@ -107,41 +122,20 @@ def convert(path: Path) -> Converted:
             elif metric == "tpot":
                 mnotes.append("mean inter-token latency (ITL)")
             else:
-                statistic = "max_load" if load == "max_load" else "as_published"
+                statistic = None
                 if metric == "total_throughput":
                     skip.append("repeat")
                     mnotes.append(
                         f"total = output tokens/s x ({isl} + {osl}) / {osl}: the output-token row "
-                        f"{rid(KEY, metrics['throughput_output_tokens_per_s'][0])} is kept"
+                        f"{ROWS.row_id(metrics['throughput_output_tokens_per_s'][0])} is kept"
                     )
             mnotes.append(f"source note: {r['notes']}")
             out.append(
-                row(
-                    id=rid(KEY, i),
-                    publisher="NVIDIA",
-                    source_file=source_file(FILE),
-                    source=f"{r['source']} (TensorRT-LLM v0.14 perf overview, Online Serving Measurements, "
-                    f"{r['hardware']}, {r['model']}, ISL/OSL {isl}/{osl}, {r['batch_or_concurrency']})",
-                    hardware=hw,
-                    hardware_raw=r["hardware"],
-                    devices=tp,
-                    tp=tp,
-                    pp=int(r["pp"]),
-                    parallelism=layout_name(tp),
-                    model=model,
-                    model_raw=r["model"],
-                    precision="bf16",
-                    engine="trtllm",
-                    engine_version=r["engine_version"],
-                    load=load,
-                    batch=batch,
-                    request_rate=fmt(rate) if rate is not None else None,
-                    context=isl,
-                    output_len=osl,
-                    metric=metric,
-                    value=num(r["value"]),
-                    unit=unit,
-                    scope="per_system",
+                point.row(
+                    i,
+                    metric,
+                    num(r["value"]),
+                    raw=r,
                     statistic=statistic,
                     skip=skip,
                     notes=mnotes,

@@ -6,23 +6,19 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from scripts.measurements.common import (
-    KV_NOT_STATED,
-    Converted,
-    catalog_reasons,
-    head_padding_note,
-    layout_name,
-    num,
-    read_raw,
-    rid,
-    row,
-    source_file,
-)
+from scripts.measurements.common import KV_NOT_STATED, Converted, head_padding_note, num, read_raw
+from scripts.measurements.trtllm_pages import MOE_NOTE, trtllm_rows
 
 KEY = "trtllm017"
 FILE = "trtllm_v0.17_perf_overview_throughput.csv"
 NAME = "TensorRT-LLM v0.17"
 RAW_ROWS = 373
+ROWS = trtllm_rows(
+    KEY,
+    FILE,
+    "{source} (TensorRT-LLM v0.17 perf overview, throughput tables, {hardware}, {model} "
+    "{precision}, TP{tp}, ISL/OSL {input_len}/{output_len})",
+)
 
 HARDWARE = {
     "NVIDIA H200 141GB HBM3": ("h200-sxm", ""),
@@ -66,7 +62,7 @@ def convert(path: Path) -> Converted:
         tp, isl, osl = int(r["tp"]), int(r["input_len"]), int(r["output_len"])
         if int(r["n_devices"]) != tp or r["pp"] != "1":
             raise ValueError(f"{path.name} row {i}: devices != tp")
-        skip = catalog_reasons(hw, model)
+        skip = []
         notes = [hw_note, p_note, f"tp {tp}, pp 1 on {tp} GPU(s)", head_padding_note(model, tp)]
         if model == "mistral-7b":
             if isl + osl > MISTRAL_WINDOW:
@@ -81,44 +77,13 @@ def convert(path: Path) -> Converted:
                     "mistral-7b's sliding window never binds"
                 )
         if model in MOE and tp > 1:
-            notes.append(
-                "MoE model: expert-parallel degree not printed; layout assumes experts tensor-split (ep = 1)"
-            )
+            notes.append(MOE_NOTE)
         n_req = REQUESTS_RE.search(r["batch_or_concurrency"]).group(1)
         notes += [
             f"maximum load: all {n_req} requests issued at once, in-flight batching; the engine chose "
             "the batch (not printed)",
             f"source note: {r['notes']}",
         ]
-        out.append(
-            row(
-                id=rid(KEY, i),
-                publisher="NVIDIA",
-                source_file=source_file(FILE),
-                source=f"{r['source']} (TensorRT-LLM v0.17 perf overview, throughput tables, "
-                f"{r['hardware']}, {r['model']} {r['precision']}, TP{tp}, ISL/OSL {isl}/{osl})",
-                hardware=hw,
-                hardware_raw=r["hardware"],
-                devices=tp,
-                tp=tp,
-                pp=1,
-                parallelism=layout_name(tp),
-                model=model,
-                model_raw=r["model"],
-                precision=prec,
-                engine="trtllm",
-                engine_version=r["engine_version"],
-                load="max_load",
-                batch="max",
-                context=isl,
-                output_len=osl,
-                metric="throughput",
-                value=num(r["value"]),
-                unit="token/s",
-                scope="per_system",
-                statistic="max_load",
-                skip=skip,
-                notes=notes,
-            )
-        )
-    return Converted(out, len(raw), accounting=f"{len(raw)} raw rows -> {len(out)} tidy rows (one each).")
+        point = ROWS.point(r, hardware=hw, tp=tp, pp=1, model=model, precision=prec, skip=skip, notes=notes)
+        out.append(point.row(i, "throughput", num(r["value"]), load="max_load", context=isl, output_len=osl))
+    return Converted.one_each(out, len(raw))

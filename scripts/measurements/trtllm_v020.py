@@ -6,23 +6,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scripts.measurements.common import (
-    KV_NOT_STATED,
-    Converted,
-    catalog_reasons,
-    head_padding_note,
-    layout_name,
-    num,
-    read_raw,
-    rid,
-    row,
-    source_file,
-)
+from scripts.measurements.common import KV_NOT_STATED, Converted, head_padding_note, num, read_raw
+from scripts.measurements.trtllm_pages import MOE_NOTE, trtllm_rows
 
 KEY = "trtllm020"
 FILE = "trtllm_v0.20_perf_overview_throughput.csv"
 NAME = "TensorRT-LLM v0.20"
 RAW_ROWS = 180
+ROWS = trtllm_rows(
+    KEY,
+    FILE,
+    "{source} (TensorRT-LLM v0.20 perf overview, {hardware}, {model}, TP{tp}, "
+    "ISL/OSL {input_len}/{output_len})",
+)
 
 HARDWARE = {
     "NVIDIA B200": ("b200", ""),
@@ -57,42 +53,11 @@ def convert(path: Path) -> Converted:
             raise ValueError(f"{path.name} row {i}: unexpected layout or KV dtype")
         notes = [hw_note, p_note, f"tp {tp}, pp 1 on {tp} GPU(s)", head_padding_note(model, tp)]
         if model in MOE and tp > 1:
-            notes.append(
-                "MoE model: expert-parallel degree not printed; layout assumes experts tensor-split (ep = 1)"
-            )
+            notes.append(MOE_NOTE)
         notes += [
             f"{r['batch_or_concurrency']}: the engine chose the batch (not printed)",
             f"source note: {r['notes']}",
         ]
-        out.append(
-            row(
-                id=rid(KEY, i),
-                publisher="NVIDIA",
-                source_file=source_file(FILE),
-                source=f"{r['source']} (TensorRT-LLM v0.20 perf overview, {r['hardware']}, {r['model']}, "
-                f"TP{tp}, ISL/OSL {isl}/{osl})",
-                hardware=hw,
-                hardware_raw=r["hardware"],
-                devices=tp,
-                tp=tp,
-                pp=1,
-                parallelism=layout_name(tp),
-                model=model,
-                model_raw=r["model"],
-                precision=prec,
-                engine="trtllm",
-                engine_version=r["engine_version"],
-                load="max_load",
-                batch="max",
-                context=isl,
-                output_len=osl,
-                metric="throughput",
-                value=num(r["value"]),
-                unit="token/s",
-                scope="per_system",
-                statistic="max_load",
-                skip=catalog_reasons(hw, model),
-                notes=notes,
-            )
-        )
-    return Converted(out, len(raw), accounting=f"{len(raw)} raw rows -> {len(out)} tidy rows (one each).")
+        point = ROWS.point(r, hardware=hw, tp=tp, pp=1, model=model, precision=prec, notes=notes)
+        out.append(point.row(i, "throughput", num(r["value"]), load="max_load", context=isl, output_len=osl))
+    return Converted.one_each(out, len(raw))

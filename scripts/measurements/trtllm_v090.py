@@ -5,24 +5,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scripts.measurements.common import (
-    KV_NOT_STATED,
-    Converted,
-    catalog_reasons,
-    head_padding_note,
-    layout_name,
-    ms,
-    num,
-    read_raw,
-    rid,
-    row,
-    source_file,
-)
+from scripts.measurements.common import KV_NOT_STATED, Converted, head_padding_note, ms, num, read_raw
+from scripts.measurements.trtllm_pages import trtllm_rows
 
 KEY = "trtllm090"
 FILE = "trtllm_perf_overview_v0.9.0.csv"
 NAME = "TensorRT-LLM v0.9.0"
 RAW_ROWS = 126
+ROWS = trtllm_rows(
+    KEY,
+    FILE,
+    "{source} (TensorRT-LLM v{trtllm_version} perf overview, table '{table}', {gpu} {precision})",
+    hardware_raw="{gpu}",
+    engine_version="{trtllm_version}",
+)
 
 HARDWARE = {
     "H200": ("h200-sxm", "source prints 'H200' only; mapped to the catalog's H200 SXM 141 GB"),
@@ -68,59 +64,25 @@ def convert(path: Path) -> Converted:
         ]
         batch = int(r["batch_size"])
         if r["table"] == "Peak Throughput":
-            metric, value, unit, scope, out_len = (
-                "throughput",
-                num(r["output_tokens_per_s_per_gpu"]),
-                "token/s",
-                "per_device",
-                r["output_len"],
-            )
+            metric, value, scope = "throughput", num(r["output_tokens_per_s_per_gpu"]), "per_device"
+            out_len = r["output_len"]
             notes.append(
                 "output tokens/s per GPU (compare with throughput_per_device); static batching "
                 "at the printed batch"
             )
         else:
-            metric, value, unit, scope, out_len = (
-                "ttft",
-                ms(r["first_token_latency_ms"]),
-                "s",
-                "per_system",
-                "",
-            )
+            metric, value, scope, out_len = "ttft", ms(r["first_token_latency_ms"]), "per_system", ""
             if batch != 1:
                 raise ValueError(f"{path.name} row {i}: Low Latency row with batch {batch}")
             notes.append(
                 "batch-1 first-token latency (printed in ms); output length not printed "
                 "(does not affect TTFT)"
             )
+        point = ROWS.point(r, hardware=hw, tp=tp, model=model, precision=prec, notes=notes)
+        context = int(r["input_len"])
         out.append(
-            row(
-                id=rid(KEY, i),
-                publisher="NVIDIA",
-                source_file=source_file(FILE),
-                source=f"{r['source']} (TensorRT-LLM v{r['trtllm_version']} perf overview, table "
-                f"'{r['table']}', {r['gpu']} {r['precision']})",
-                hardware=hw,
-                hardware_raw=r["gpu"],
-                devices=tp,
-                tp=tp,
-                parallelism=layout_name(tp),
-                model=model,
-                model_raw=r["model"],
-                precision=prec,
-                engine="trtllm",
-                engine_version=r["trtllm_version"],
-                load="static",
-                batch=batch,
-                context=int(r["input_len"]),
-                output_len=out_len,
-                metric=metric,
-                value=value,
-                unit=unit,
-                scope=scope,
-                statistic="as_published",
-                skip=catalog_reasons(hw, model),
-                notes=notes,
+            point.row(
+                i, metric, value, load="static", batch=batch, context=context, output_len=out_len, scope=scope
             )
         )
-    return Converted(out, len(raw), accounting=f"{len(raw)} raw rows -> {len(out)} tidy rows (one each).")
+    return Converted.one_each(out, len(raw))

@@ -5,23 +5,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scripts.measurements.common import (
-    KV_NOT_STATED,
-    Converted,
-    catalog_reasons,
-    head_padding_note,
-    layout_name,
-    num,
-    read_raw,
-    rid,
-    row,
-    source_file,
-)
+from scripts.measurements.common import KV_NOT_STATED, Converted, head_padding_note, num, read_raw
+from scripts.measurements.trtllm_pages import MOE_NOTE, trtllm_rows
 
 KEY = "trtllm10"
 FILE = "trtllm_perf_overview_v1.0_throughput.csv"
 NAME = "TensorRT-LLM v1.0"
 RAW_ROWS = 328
+ROWS = trtllm_rows(
+    KEY,
+    FILE,
+    "{source} (TensorRT-LLM {trtllm_doc}, throughput table, {gpu} {precision}, {model})",
+    hardware_raw="{gpu}",
+    engine_version="{trtllm_doc}",
+)
 
 HARDWARE = {
     "B200 180GB (DGX B200)": "b200",
@@ -67,43 +64,14 @@ def convert(path: Path) -> Converted:
         if r["n_gpus"] and int(r["n_gpus"]) != devices:
             raise ValueError(f"{path.name} row {i}: n_gpus {r['n_gpus']} != tp*pp {devices}")
         if model in MOE and devices > 1:
-            notes.append(
-                "MoE model: expert-parallel degree not printed; layout assumes experts tensor-split (ep = 1)"
-            )
+            notes.append(MOE_NOTE)
         notes += [
             head_padding_note(model, tp),
             "total output tokens/s of the whole group at maximum load; the engine chose the batch "
             "(not printed): compare with the model's best throughput over batches that fit",
         ]
-        out.append(
-            row(
-                id=rid(KEY, i),
-                publisher="NVIDIA",
-                source_file=source_file(FILE),
-                source=f"{r['source']} (TensorRT-LLM {r['trtllm_doc']}, throughput table, {r['gpu']} "
-                f"{r['precision']}, {r['model']})",
-                hardware=hw,
-                hardware_raw=r["gpu"],
-                devices=devices,
-                tp=tp,
-                pp=pp,
-                parallelism=layout_name(tp, pp),
-                model=model,
-                model_raw=r["model"],
-                precision=prec,
-                engine="trtllm",
-                engine_version=r["trtllm_doc"],
-                load="max_load",
-                batch="max",
-                context=int(r["input_len"]),
-                output_len=int(r["output_len"]),
-                metric="throughput",
-                value=num(r["total_output_tokens_per_s"]),
-                unit="token/s",
-                scope="per_system",
-                statistic="max_load",
-                skip=catalog_reasons(hw, model),
-                notes=notes,
-            )
-        )
-    return Converted(out, len(raw), accounting=f"{len(raw)} raw rows -> {len(out)} tidy rows (one each).")
+        point = ROWS.point(r, hardware=hw, tp=tp, pp=pp, model=model, precision=prec, notes=notes)
+        isl, osl = int(r["input_len"]), int(r["output_len"])
+        value = num(r["total_output_tokens_per_s"])
+        out.append(point.row(i, "throughput", value, load="max_load", context=isl, output_len=osl))
+    return Converted.one_each(out, len(raw))
