@@ -18,11 +18,12 @@ from sweep import siblings as _siblings  # noqa: F401 - checks kernels and grids
 from grids.errors import SpecError
 from sweep.analysis import accessor as _accessor  # registers the ds.sweep accessor
 from sweep.execute.local import run
+from sweep.execute.point import evaluate_point
 from sweep.execute.points import evaluate
 from sweep.results.files import open_result as open
 from sweep.results.units import unit_registry
 
-__all__ = ["SpecError", "evaluate", "open", "report", "run", "unit_registry"]
+__all__ = ["SpecError", "evaluate", "evaluate_point", "open", "report", "run", "unit_registry"]
 
 
 def report(ds, path="report.html", title: str | None = None):

@@ -120,7 +120,8 @@ def resolve_points(table: pd.DataFrame, loaders: dict[str, Callable[[str], Any]]
                             f"for every row")
             raw = raw.where(~empty, "")
         col = raw.astype(str)
-        values = [str(v) for v in pd.unique(col)]
+        codes, uniques = pd.factorize(col, sort=False)  # first-appearance order, as pd.unique
+        values = [str(v) for v in uniques]
         objs = []
         for v in values:
             if v == "" and empty.any():
@@ -134,7 +135,7 @@ def resolve_points(table: pd.DataFrame, loaders: dict[str, Callable[[str], Any]]
                 problems.extend(f"{axis} {v!r} (rows {shown}): {p}" for p in exc.problems)
                 objs.append(None)
         labels[axis], objects[axis] = values, objs
-        index[axis] = col.map({v: i for i, v in enumerate(values)}).to_numpy(np.int64)
+        index[axis] = codes.astype(np.int64)
     if problems:
         raise SpecError(problems, where)
     devices = objects["hardware"]
@@ -198,18 +199,23 @@ def _numbers(table: pd.DataFrame, load: str, problems: list[str]
     for col in (load, "context", "output_len"):
         src = table[col].where(~is_max, 1) if col == "batch" else table[col]
         vals = pd.to_numeric(src, errors="coerce").to_numpy(dtype=np.float64)
-        if col == RATE_COLUMN:
-            bad = np.flatnonzero(~np.isfinite(vals) | (vals <= 0) | (vals > RATE_MAX))
-            what = f"positive request rates [1/s] up to {RATE_MAX:.0e}"
-        else:
-            bad = np.flatnonzero(~np.isfinite(vals) | (vals < 1) | (vals != np.round(vals))
-                                 | (vals > 2.0 ** 31))
-            what = "whole numbers in [1, 2^31]" + (" or 'max' (maximum load)"
-                                                   if col == "batch" else "")
+        bad, what = bad_numbers(col, vals)
         if bad.size:
             problems.append(f"{col}: rows {table.index[bad[:10]].tolist()} are not {what}")
         nums[col] = vals
     return nums, is_max
+
+
+def bad_numbers(col: str, vals: np.ndarray) -> tuple[np.ndarray, str]:
+    """The positions of ``vals`` that column ``col`` (the load, ``context``, ``output_len``) does
+    not accept, and what it accepts."""
+    if col == RATE_COLUMN:
+        bad = np.flatnonzero(~np.isfinite(vals) | (vals <= 0) | (vals > RATE_MAX))
+        return bad, f"positive request rates [1/s] up to {RATE_MAX:.0e}"
+    bad = np.flatnonzero(~np.isfinite(vals) | (vals < 1) | (vals != np.round(vals))
+                         | (vals > 2.0 ** 31))
+    return bad, "whole numbers in [1, 2^31]" + (" or 'max' (maximum load)"
+                                                if col == "batch" else "")
 
 
 def _modes(table: pd.DataFrame, at_rate: bool, problems: list[str]) -> np.ndarray:
@@ -305,11 +311,19 @@ def evaluate(table: pd.DataFrame | Mapping[str, Any] | list, *,
         out_ml, batch_ml = max_load(pt, ml, nums["context"][ml], nums["output_len"][ml])
         out[:, ml] = out_ml
         used[ml] = batch_ml
-    result = table.copy()
     keep = METRICS if at_rate else tuple(m for m in METRICS if m not in RATE_METRICS)
-    for name, col in metric_arrays(out, metrics=keep).items():
-        result[name] = col
-    result["batch_used"] = used
+    return with_outputs(table, {**metric_arrays(out, metrics=keep), "batch_used": used})
+
+
+def with_outputs(table: pd.DataFrame, columns: dict[str, np.ndarray]) -> pd.DataFrame:
+    """A copy of ``table`` with ``columns`` appended, built as one frame (setting the columns one
+    by one cost most of a small table's evaluation)."""
+    outputs = pd.DataFrame(columns)
+    outputs.index = table.index
+    if table.columns.empty:
+        return outputs
+    result = pd.concat([table.reset_index(drop=True), outputs.reset_index(drop=True)], axis=1)
+    result.index = table.index
     return result
 
 

@@ -1,0 +1,174 @@
+"""One point, fast: :func:`evaluate_point` (``sweep.evaluate_point``) for callers that evaluate
+configurations one at a time (an optimiser, a notebook loop, another tool).
+
+It runs the same kernel on the same packed tables as :func:`sweep.evaluate` (the rows of a
+one-row table, tested to agree value for value) without the table: the resolved and packed
+tables of a (hardware, engine, model, precision, parallelism) combination are cached on first
+use when every label is a catalog id and the shipped calibration and default prices apply (the
+catalog itself is read once per process, so the cache adds no staleness). Labels that are files
+(a device TOML, a config.json) and explicit calibrations or price bases are resolved on every
+call, as :func:`sweep.evaluate` does.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from grids.errors import SpecError
+from grids.spec import (
+    BATCHING,
+    DEFAULT_BATCHING,
+    DEFAULT_ENGINE,
+    DEFAULT_PREFILL_CHUNK,
+    RATE_MAX,
+    prefill_chunk_problem,
+)
+from kernels.params import METRICS, MODE_CONTINUOUS, MODE_RATE, MODE_STATIC, RATE_METRICS
+from sweep.execute.points import (
+    MAX_LOAD,
+    RATE_COLUMN,
+    PointTables,
+    as_overlay,
+    bad_numbers,
+    max_load,
+    resolve_points,
+)
+from sweep.results.variables import VARIABLES
+
+_ROW = np.zeros(1, dtype=np.int64)
+#: the serving mode of a point as the kernel's one-element argument
+_MODE_ARRAY = {"continuous": np.array([MODE_CONTINUOUS]), "static": np.array([MODE_STATIC]),
+               RATE_COLUMN: np.array([MODE_RATE])}
+_CONC = METRICS.index("concurrency")
+#: metric name -> int (a flag or a code) or float (float32 value as a Python float)
+_INT8 = frozenset(m for m in METRICS if VARIABLES[m].dtype == "int8")
+_KEEP = tuple(m for m in METRICS if m not in RATE_METRICS)
+
+
+def evaluate_point(hardware: str, model: str, precision: str, parallelism: str, *,
+                   context: int, output_len: int, batch: int | str | None = None,
+                   request_rate: float | None = None, engine: str = DEFAULT_ENGINE,
+                   batching: str = DEFAULT_BATCHING,
+                   prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
+                   calibration: dict[str, Any] | str | Path | None = None,
+                   cost: Any = None) -> dict[str, float | int]:
+    """Every metric of one configuration, as ``{metric: value}``.
+
+    The arguments are the columns of :func:`sweep.evaluate` (same meanings and units: ``batch``
+    [requests in flight per replica, or sequences of a static batch; ``"max"`` for the maximum
+    load] or ``request_rate`` [requests/s arriving at the layout], ``context`` and
+    ``output_len`` [tokens]) and its keywords. Returns the metrics of :func:`sweep.evaluate`'s
+    row (the latency percentiles only with ``request_rate``) and ``batch_used``: flags and codes
+    as ``int``, the rest as ``float`` (NaN where a metric does not apply). Units: see
+    ``sweep.unit_registry()`` or docs/glossary.md.
+    """
+    at_rate = request_rate is not None
+    if at_rate == (batch is not None):
+        raise SpecError("evaluate_point: give batch (requests in flight) or request_rate "
+                        "(requests per second), exactly one")
+    problems: list[str] = []
+    is_max = (not at_rate and isinstance(batch, str)
+              and batch.strip().lower() == MAX_LOAD)
+    load = RATE_COLUMN if at_rate else "batch"
+    given = {load: request_rate if at_rate else (1 if is_max else batch),
+             "context": context, "output_len": output_len}
+    nums = {}
+    for col, value in given.items():
+        x = _number(value)
+        if not number_ok(col, x):
+            what = bad_numbers(col, np.array([x]))[1]
+            problems.append(f"{col}: {value!r} is not one of the {what}")
+        nums[col] = np.array([x])
+    if batching not in BATCHING:
+        problems.append(f"batching: {batching!r} is not one of {list(BATCHING)}")
+    elif at_rate and batching == "static":
+        problems.append("batching: a request_rate needs continuous batching (a static batch has "
+                        "no arrival rate)")
+    chunk_problem = prefill_chunk_problem(prefill_chunk, "evaluate_point: prefill_chunk")
+    if chunk_problem:  # before the tables, which need a valid chunk
+        raise SpecError([chunk_problem, *problems], "evaluate_point")
+    labels = (str(hardware), str(engine), str(model), str(precision), str(parallelism))
+    try:
+        if calibration is None and cost is None and not any(map(_is_path, labels)):
+            pt, idx = _cached_tables(*labels, int(prefill_chunk))
+        else:
+            pt = _tables(labels, as_overlay(calibration), cost, int(prefill_chunk))
+            idx = _row_indices(pt)
+    except SpecError as exc:
+        found = [q.replace(" (rows 0)", "") for q in exc.problems]  # one point, no rows
+        raise SpecError([*found, *problems], "evaluate_point") from None
+    if problems:
+        raise SpecError(problems, "evaluate_point")
+    if is_max:
+        out, used = max_load(pt, _ROW, nums["context"], nums["output_len"])
+        used_value = float(used[0])
+    else:
+        from kernels import evaluate_points  # lazy: importing sweep compiles nothing
+
+        t = pt.tables
+        out = evaluate_points(t.hw, t.md, t.px, t.pr, t.ly, *idx, nums[load], nums["context"],
+                              nums["output_len"],
+                              _MODE_ARRAY[RATE_COLUMN if at_rate else batching])
+        used_value = float(out[_CONC, 0])
+    res: dict[str, float | int] = {}
+    for k, name in enumerate(METRICS):
+        if at_rate or name in _KEEP:
+            v = out[k, 0]
+            res[name] = int(v) if name in _INT8 else float(v)
+    res["batch_used"] = used_value
+    return res
+
+
+def number_ok(col: str, x: float) -> bool:
+    """:func:`sweep.execute.points.bad_numbers`' rule for one value (tested to agree)."""
+    if not math.isfinite(x):
+        return False
+    if col == RATE_COLUMN:
+        return 0.0 < x <= RATE_MAX
+    return 1.0 <= x <= 2.0 ** 31 and x == round(x)
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool):
+        return math.nan  # True is not a batch of one
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _row_indices(pt: PointTables) -> tuple[np.ndarray, ...]:
+    """The kernel's row indices of a one-row table (platform, model, precision, parallelism)."""
+    return (pt.platform[:1].copy(), pt.index["model"][:1].copy(),
+            pt.index["precision"][:1].copy(), pt.index["parallelism"][:1].copy())
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_path(label: str) -> bool:
+    """A label that may name a file rather than a catalog id (a path, a Hugging Face
+    ``ORG/NAME``, a TOML or JSON file name, or anything present on disk): not cached."""
+    return ("/" in label or "\\" in label or label.endswith((".toml", ".json"))
+            or Path(label).exists())
+
+
+def _tables(labels: tuple[str, ...], overlay: dict[str, Any] | None, cost: Any,
+            prefill_chunk: int) -> PointTables:
+    row = dict(zip(("hardware", "engine", "model", "precision", "parallelism"), labels))
+    return resolve_points(pd.DataFrame([row]), overlay=overlay, cost=cost,
+                          prefill_chunk=prefill_chunk, where="evaluate_point")
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_tables(hardware: str, engine: str, model: str, precision: str, parallelism: str,
+                   prefill_chunk: int) -> tuple[PointTables, tuple[np.ndarray, ...]]:
+    """The packed tables of one catalog combination under the shipped calibration and default
+    prices, and the kernel's row indices (errors are not cached: lru_cache keeps no
+    exceptions)."""
+    pt = _tables((hardware, engine, model, precision, parallelism), None, None, prefill_chunk)
+    return pt, _row_indices(pt)
