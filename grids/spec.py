@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -514,7 +515,7 @@ def _any_engine_pads_heads(devices: list[hwcat.Device], engines: list[Any],
     return False
 
 
-def load_overlay(path: str | Path) -> dict[str, Any]:
+def load_overlay(path: str | os.PathLike[str]) -> dict[str, Any]:
     """An engine calibration overlay file (``sweep calibrate -o``), parsed and checked whole
     (every engine section, level and value, :func:`grids.engines.check_overlay`), without its
     ``[provenance]``: a misspelt section is an error wherever an overlay is read, never ignored."""
