@@ -121,7 +121,7 @@ def resolve_points(table: pd.DataFrame, loaders: dict[str, Callable[[str], Any]]
             raw = raw.where(~empty, "")
         col = raw.astype(str)
         values = [str(v) for v in pd.unique(col)]
-        objs = []
+        objs: list[Any] = []
         for v in values:
             if v == "" and empty.any():
                 objs.append(None)  # reported above
