@@ -813,7 +813,7 @@ def check_overlay(overlay: Mapping[str, Any]) -> None:
 def _ideal(engine: Engine, device: Device, *, supported: bool, why: str, delegate: str,
            label: str) -> EngineParams:
     origin = dict.fromkeys(FLAT_KEYS, label)
-    values = {k: PARAMS[k].ideal for k in SCALARS}
+    values: dict[str, Any] = {k: PARAMS[k].ideal for k in SCALARS}
     ideal_dtype = dict.fromkeys(COMPUTE_DTYPES, float(PARAMS["prefill_compute"].ideal))
     return EngineParams(engine=engine.id, device=device.id, supported=supported, why=why,
                         delegate=delegate, versions=engine.versions,
@@ -841,9 +841,9 @@ def _resolve_levels(engine: Engine, device: Device,
     real = any(engine.levels.values())
     found: dict[str, Value] = {}
     for key in FLAT_KEYS:
-        for values in chain:
-            if key in values:
-                found[key] = values[key]
+        for level in chain:
+            if key in level:
+                found[key] = level[key]
                 break
     values: dict[str, Any] = {}
     origin: dict[str, str] = {}

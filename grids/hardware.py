@@ -648,7 +648,8 @@ def _override_tier(tiers: list[MemoryTier], kind: str, attr: str, value: float, 
         tiers.insert(0, MemoryTier("SRAM (hypothetical)", "sram", 0.0, 0.0,
                                    base.efficiency.bandwidth_efficiency))
         idx = 0
-    tiers[idx] = dataclasses.replace(tiers[idx], **{attr: value})
+    change: dict[str, Any] = {attr: value}  # capacity or bandwidth
+    tiers[idx] = dataclasses.replace(tiers[idx], **change)
 
 
 def _check_derived(dev: Device, new_id: str, problems: list[str]) -> None:
@@ -721,7 +722,8 @@ def derive_device(base: Device, new_id: str, overrides: dict[str, float],
             if host is None:
                 host = MemoryTier("host (hypothetical)", "dram", 0.0, 0.0,
                                   base.efficiency.bandwidth_efficiency)
-            host = dataclasses.replace(host, **{key.split("_")[1]: value})
+            change: dict[str, Any] = {key.split("_")[1]: value}  # capacity or bandwidth
+            host = dataclasses.replace(host, **change)
         elif key in ("domain_size", "package_size", "peer_links"):
             changes[key] = int(value)
         else:

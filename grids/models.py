@@ -496,8 +496,32 @@ def _model_types(cfg: dict, c: dict, problems: list[str]) -> tuple[str, str]:
 # dims and heads
 
 
+def _known(v: int | None) -> int:
+    """A field the readers found present and valid. They record a problem for every field they
+    return as None, and a config with problems stops before its records are checked."""
+    if v is None:
+        raise AssertionError("a required model field is missing but no problem was recorded")
+    return v
+
+
 @dataclass
 class _Dims:
+    """The dimensions of a config without problems: every one present."""
+
+    d: int
+    L: int
+    H: int
+    V: int
+    max_pos: int
+    KV: int
+    hd: int
+    tied: bool
+
+
+@dataclass
+class _ReadDims:
+    """The dimensions as read: None where the field is missing or invalid (a problem says so)."""
+
     d: int | None
     L: int | None
     H: int | None
@@ -507,8 +531,13 @@ class _Dims:
     hd: int | None
     tied: bool
 
+    def checked(self) -> _Dims:
+        """The dimensions, once the config has no problem."""
+        return _Dims(_known(self.d), _known(self.L), _known(self.H), _known(self.V),
+                     _known(self.max_pos), _known(self.KV), _known(self.hd), self.tied)
 
-def _read_dims(x: _Ctx) -> _Dims:
+
+def _read_dims(x: _Ctx) -> _ReadDims:
     c, p = x.c, x.problems
     d = _int(c, "hidden_size", p)
     L = _int(c, "num_hidden_layers", p)
@@ -526,7 +555,7 @@ def _read_dims(x: _Ctx) -> _Dims:
     if H is not None and KV is not None and H % KV:
         p.append(f"num_attention_heads {H} is not divisible by num_key_value_heads {KV} "
                  f"(GQA needs a whole number of query heads per KV head)")
-    return _Dims(d, L, H, V, max_pos, KV, hd, _read_tie(x))
+    return _ReadDims(d, L, H, V, max_pos, KV, hd, _read_tie(x))
 
 
 def _read_context(x: _Ctx) -> int | None:
@@ -628,20 +657,39 @@ def _read_rope(x: _Ctx) -> _Rope:
 
 @dataclass
 class _Mla:
+    """MLA ranks of a config without problems (q_lora: None or 0 without a query LoRA)."""
+
+    kv_lora: int
+    q_lora: int | None
+    rope: int
+    nope: int
+    vdim: int
+
+
+@dataclass
+class _ReadMla:
+    """MLA ranks as read: None where a field is missing or invalid (a problem says so)."""
+
     kv_lora: int | None
     q_lora: int | None
     rope: int | None
     nope: int | None
     vdim: int | None
 
+    def checked(self) -> _Mla:
+        """The ranks, once the config has no problem."""
+        return _Mla(_known(self.kv_lora), self.q_lora, _known(self.rope), _known(self.nope),
+                    _known(self.vdim))
 
-def _read_mla(x: _Ctx) -> _Mla | None:
+
+def _read_mla(x: _Ctx) -> _ReadMla | None:
     c, p = x.c, x.problems
     if c.get("kv_lora_rank") is None:
         return None
-    return _Mla(kv_lora=_int(c, "kv_lora_rank", p), q_lora=_int(c, "q_lora_rank", p, required=False),
-                rope=_int(c, "qk_rope_head_dim", p), nope=_int(c, "qk_nope_head_dim", p),
-                vdim=_int(c, "v_head_dim", p))
+    return _ReadMla(kv_lora=_int(c, "kv_lora_rank", p),
+                    q_lora=_int(c, "q_lora_rank", p, required=False),
+                    rope=_int(c, "qk_rope_head_dim", p), nope=_int(c, "qk_nope_head_dim", p),
+                    vdim=_int(c, "v_head_dim", p))
 
 
 @dataclass
@@ -718,7 +766,7 @@ class _Kinds:
     chunked: bool = False
 
 
-def _layer_list(x: _Ctx, dims: _Dims, moe: _Moe, dense_default: int | None
+def _layer_list(x: _Ctx, dims: _ReadDims, moe: _Moe, dense_default: int | None
                 ) -> tuple[list[_Layer], int, bool]:
     """Per-layer attention and MLP; the window length [tokens] and whether it is chunked."""
     c, p, L = x.c, x.problems, dims.L
@@ -1154,13 +1202,13 @@ def model_from_config(cfg: dict, *, id: str = "custom", name: str | None = None,
     _check_int_fields(c, problems)
     x = _Ctx(c, top_type, mt, problems)
 
-    dims = _read_dims(x)
+    read_dims = _read_dims(x)
     rope = _read_rope(x)
-    mla = _read_mla(x)
+    read_mla = _read_mla(x)
     moe = _read_moe(x)
-    blk = _block(x, dims.d)
-    layers, window, chunked = _layer_list(x, dims, moe, blk.dense_default)
-    if layers and dims.d is not None:
+    blk = _block(x, read_dims.d)
+    layers, window, chunked = _layer_list(x, read_dims, moe, blk.dense_default)
+    if layers and read_dims.d is not None:
         too_wide = sorted({lay.inter for lay in layers if lay.inter > _MAX_DIM})
         if too_wide:
             problems.append(f"MLP width {too_wide[0]:,} is out of range (<= {_MAX_DIM:,}): "
@@ -1168,6 +1216,8 @@ def model_from_config(cfg: dict, *, id: str = "custom", name: str | None = None,
     if problems:
         raise SpecError(list(dict.fromkeys(problems)), ctx)
 
+    dims = read_dims.checked()
+    mla = read_mla.checked() if read_mla is not None else None
     counts = _param_counts(x, dims, mla, moe, blk, layers)
     t = _traffic(dims, mla, moe, layers)
     attn_kv = [lay.kv_heads for lay in layers if lay.attn in (_FULL, _WINDOW)]

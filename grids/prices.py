@@ -868,9 +868,10 @@ def _pick_cloud(entry: DevicePrice, spec: CostSpec, prices: PriceCatalog
         row = min(whole, key=lambda c: c.usd_per_accelerator_hour)
         rule = "the cheapest listed whole-instance offering"
     else:
-        row = entry.preferred_cloud
+        preferred = entry.preferred_cloud
+        assert preferred is not None
+        row = preferred
         rule = f"preferred: {prices.rules['cloud_preferred']}"
-    assert row is not None
     return (row.usd_per_accelerator_hour, f"cloud on-demand: {row.describe()}; chosen as {rule}",
             f"{row.provider} {row.offering}")
 
@@ -881,6 +882,7 @@ def _capex_cost(device: Any, entry: DevicePrice | None, over: dict[str, float], 
     if "purchase_usd" in over:
         purchase = over["purchase_usd"]
         origin = f"{purchase:,.0f} USD per accelerator from the grid spec [cost.device.{dev_id}]"
+        label = "grid spec [cost.device]"
     else:
         if entry is None or not entry.capex:
             return None
@@ -888,6 +890,7 @@ def _capex_cost(device: Any, entry: DevicePrice | None, over: dict[str, float], 
         assert row is not None
         purchase = row.usd_per_accelerator
         origin = f"{row.describe()}; preferred: {prices.rules['capex_preferred']}"
+        label = f"{row.seller} {row.item}"
     power_w, power_text = hosting_power(device)
     purchase_h = purchase / params.amortisation_hours
     hosting_h = params.hosting_usd_per_watt_hour * power_w
@@ -896,7 +899,6 @@ def _capex_cost(device: Any, entry: DevicePrice | None, over: dict[str, float], 
             f"USD/kW/month x {power_w / 1000:.4g} kW / 730 h = {hosting_h:.4g} USD/h [{power_text}]; "
             f"energy billed separately at {params.energy_usd_per_kwh:g} USD/kWh x pue "
             f"{params.pue:g}")
-    label = "grid spec [cost.device]" if "purchase_usd" in over else f"{row.seller} {row.item}"
     return DeviceCost(dev_id, spec.basis, "capex", purchase_h + hosting_h, True,
                       params.energy_usd_per_kwh, params.pue, params.utilisation, how + text,
                       purchase_h, hosting_h, power_w, label=label)

@@ -38,9 +38,10 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -107,7 +108,7 @@ class GridSpec:
 
     hardware: list[hwcat.Device]
     models: list[mdcat.ModelArch]
-    batch: list[int]
+    batch: list[int] | list[float]  # request rates [1/s] when ``at_rate``
     context: list[int]
     output_len: list[int]
     output_len_is_dim: bool
@@ -284,6 +285,11 @@ def _int_axis_values(value: Any, key: str, problems: list[str], minimum: int) ->
 RATE_MAX = 1e9
 
 
+def _finite_number(v: Any) -> TypeGuard[float]:
+    """``v`` is a finite int or float (not a boolean)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
 def _rate_axis(value: Any, problems: list[str]) -> list[float]:
     """Request rates [1/s]: positive numbers, or a range ``{from, to, scale, num}`` (log2:
     doubling from ``from``; linear: ``num`` values)."""
@@ -291,8 +297,7 @@ def _rate_axis(value: Any, problems: list[str]) -> list[float]:
     if isinstance(value, dict):
         unknown = set(value) - {"from", "to", "scale", "num"}
         lo, hi = value.get("from"), value.get("to")
-        if unknown or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                              and math.isfinite(v) for v in (lo, hi)):
+        if unknown or not (_finite_number(lo) and _finite_number(hi)):
             problems.append(f"{key}: a range needs numbers 'from' and 'to' (and optionally scale "
                             f"= 'log2' | 'linear', num)")
             return []
@@ -409,6 +414,7 @@ def spec_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> GridSpe
                         f"fixed batch prefilled and decoded together)")
         batching = DEFAULT_BATCHING
     at_rate = RATE_DIM in raw
+    batch: list[int] | list[float]
     if at_rate:
         if "batch" in raw:
             problems.append("give batch (requests in flight per replica) or request_rate "
@@ -509,7 +515,7 @@ def _any_engine_pads_heads(devices: list[hwcat.Device], engines: list[Any],
     return False
 
 
-def load_overlay(path: str | Path) -> dict[str, Any]:
+def load_overlay(path: str | os.PathLike[str]) -> dict[str, Any]:
     """An engine calibration overlay file (``sweep calibrate -o``), parsed and checked whole
     (every engine section, level and value, :func:`grids.engines.check_overlay`), without its
     ``[provenance]``: a misspelt section is an error wherever an overlay is read, never ignored."""

@@ -29,6 +29,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numba
 import numba.core.caching
@@ -81,11 +82,17 @@ def _choose_cache_dir() -> str | None:
     return None
 
 
+#: numba's settings module; typed Any because numba sets its settings (``CACHE_DIR``,
+#: ``DISABLE_JIT``...) at run time, so its type information does not list them
+numba_config: Any = numba.config
+
 #: numba's locator for ``NUMBA_CACHE_DIR``; :class:`KernelCacheLocator` changes only its path
 _Provided = getattr(numba.core.caching, "UserProvidedCacheLocator", None)
+#: the base class, a run-time choice (Any: mypy needs a static one)
+_LocatorBase: Any = _Provided or object
 
 
-class KernelCacheLocator(_Provided or object):
+class KernelCacheLocator(_LocatorBase):
     """numba's ``NUMBA_CACHE_DIR`` locator, for this package's functions only, filing them in
     ``numba.config.CACHE_DIR`` itself, without the sub-directory named after a hash of the
     source's absolute path (see the module docstring); source stamp, disambiguator and the
@@ -93,11 +100,11 @@ class KernelCacheLocator(_Provided or object):
 
     def __init__(self, py_func, py_file):
         super().__init__(py_func, py_file)
-        self._cache_path = numba.config.CACHE_DIR
+        self._cache_path = numba_config.CACHE_DIR
 
     @classmethod
     def from_function(cls, py_func, py_file):
-        if _cache_dir is None or _cache_dir != numba.config.CACHE_DIR:
+        if _cache_dir is None or _cache_dir != numba_config.CACHE_DIR:
             return None
         try:
             if Path(py_file).resolve().parent != KERNELS_DIR:
@@ -117,18 +124,18 @@ def _install_locator() -> None:
 
 _cache_dir = _choose_cache_dir()
 if _cache_dir is not None:
-    numba.config.CACHE_DIR = _cache_dir
+    numba_config.CACHE_DIR = _cache_dir
     _install_locator()
 
 #: options for scalar helpers inlined into the kernels
-SCALAR = {"cache": True, "nogil": True, "fastmath": False, "inline": "always"}
+SCALAR: dict[str, Any] = {"cache": True, "nogil": True, "fastmath": False, "inline": "always"}
 #: options for the serial block functions called from the parallel loops
-SERIAL = {"cache": True, "nogil": True, "fastmath": False}
+SERIAL: dict[str, Any] = {"cache": True, "nogil": True, "fastmath": False}
 #: options for large helpers called (not inlined) from several places: inlining them at every
 #: call site multiplies the intermediate representation and the compile time
-CALLED = {"cache": True, "nogil": True, "fastmath": False}
+CALLED: dict[str, Any] = {"cache": True, "nogil": True, "fastmath": False}
 #: options for the entry-point kernels that loop over a grid in parallel
-PARALLEL = {"cache": True, "nogil": True, "fastmath": False, "parallel": True}
+PARALLEL: dict[str, Any] = {"cache": True, "nogil": True, "fastmath": False, "parallel": True}
 
 
 def scalar_jit(func):
@@ -149,9 +156,13 @@ def parallel_jit(func):
 
 prange = numba.prange
 
-if numba.config.DISABLE_JIT:
+if numba_config.DISABLE_JIT:
     def fixed_tuple(array, n):
         """Pure-Python stand-in for numba's ``to_fixed_tuple`` (``NUMBA_DISABLE_JIT=1``)."""
         return tuple(array[:n])
 else:
-    from numba.np.unsafe.ndarray import to_fixed_tuple as fixed_tuple  # noqa: F401
+    # numba's intrinsic: typed as its (typingctx, array, n) typing function, called from jitted
+    # code as fixed_tuple(array, n) like the stand-in above
+    from numba.np.unsafe.ndarray import (  # type: ignore[assignment]  # noqa: F401
+        to_fixed_tuple as fixed_tuple,
+    )

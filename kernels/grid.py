@@ -35,7 +35,7 @@ import time
 
 import numpy as np
 
-from kernels.accelerate import fixed_tuple, serial_jit
+from kernels.accelerate import fixed_tuple, numba_config, serial_jit
 from kernels.params import (
     HW_FIELDS,
     LAYOUT_FIELDS,
@@ -174,16 +174,12 @@ def _signatures():
 
 
 def jit_enabled() -> bool:
-    import numba
-
-    return not numba.config.DISABLE_JIT
+    return not numba_config.DISABLE_JIT
 
 
 def cache_dir() -> str | None:
     """Where numba caches the compiled kernels (None: numba's own default locations)."""
-    import numba
-
-    return numba.config.CACHE_DIR or None
+    return numba_config.CACHE_DIR or None
 
 
 class _Notice:

@@ -9,6 +9,7 @@ with one message and the fix when either is not this project's.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Mapping
 from pathlib import Path
 
 #: per sibling: files only this project's package has, and a name its ``__init__.py`` defines
@@ -56,7 +57,7 @@ def check(here: Path | None = None) -> None:
 DISTRIBUTION = "accel-sweep"
 
 
-def foreign_owners(mapping: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
+def foreign_owners(mapping: Mapping[str, list[str]] | None = None) -> dict[str, list[str]]:
     """Installed distributions other than accel-sweep that provide a top-level ``kernels``,
     ``grids`` or ``sweep`` (``mapping``: ``importlib.metadata.packages_distributions()``, read
     when not given). ``setup.py`` asks this of the target environment before installing."""

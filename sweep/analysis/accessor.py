@@ -9,7 +9,7 @@ selected away; ``output_len`` may or may not be a dim). Each method calls one fu
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pandas as pd
@@ -29,6 +29,10 @@ from sweep.analysis.winners import DEFAULT_ALONG
 @xr.register_dataset_accessor("sweep")
 class SweepAccessor:
     """Analysis of a sweep result: ``ds.sweep.variation("throughput")`` etc."""
+
+    #: ``ds.sweep.report(path, title)``: set by sweep/__init__.py (sweep.report, which
+    #: imports bokeh, loads on first use)
+    report: Callable[..., Any]
 
     def __init__(self, ds: xr.Dataset) -> None:
         self._ds = ds

@@ -149,7 +149,7 @@ def _budget(kind: str, part: str, value) -> float:
 # values on a basis
 
 
-def layout_devices(ds: xr.Dataset) -> xr.DataArray | float:
+def layout_devices(ds: xr.Dataset) -> xr.DataArray:
     if "devices" in ds.coords:
         return ds["devices"].astype(np.float64)
     raise SpecError("this result has no 'devices' coordinate of its layouts; a basis needs it "
@@ -198,7 +198,9 @@ def replicas(ds: xr.Dataset, basis: Basis) -> xr.DataArray | None:
         size = replica_rate(ds, basis)
     else:
         return None
-    n = np.floor(basis.budget / size)
+    assert basis.budget is not None  # parse_basis gives ``system`` its default budget
+    # numpy's stubs type a ufunc's result as an ndarray; on a DataArray it is a DataArray
+    n: xr.DataArray = np.floor(basis.budget / size)  # type: ignore[assignment]
     return n.where(n >= 1)
 
 

@@ -129,7 +129,7 @@ def serving_front(ds: xr.Dataset, per: str = "device", metric: str = "throughput
     y = normalised(ds, metric, b)
     x = 1.0 / masked(ds, "tpot")
     x, y = xr.broadcast(x, y)
-    rest = [d for d in y.dims if d not in dims]
+    rest = [str(d) for d in y.dims if d not in dims]  # xarray types dims as Hashable
     x, y = x.transpose(*rest, *dims), y.transpose(*rest, *dims)
     n = int(np.prod([y.sizes[d] for d in dims])) if dims else 1
     xv = np.asarray(x.values, dtype=np.float64).reshape(-1, n)

@@ -20,6 +20,7 @@ off the canvas (tests/test_plots.py checks the drawn extents).
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -279,7 +280,7 @@ def winner_map(ds: xr.Dataset, model: str | None = None, precision: str | None =
     if marg.size <= ANNOTATE_CELLS:
         for (iy, ix), v in np.ndenumerate(marg):
             if np.isfinite(v):
-                ax.text(xs[ix], ys[iy], f"{v:.2f}x", ha="center", va="center", fontsize=6.5,
+                ax.text(float(xs[ix]), float(ys[iy]), f"{v:.2f}x", ha="center", va="center", fontsize=6.5,
                         bbox={"facecolor": "white", "alpha": 0.75, "pad": 0.6,
                               "edgecolor": "none"})
     _log_axes(ax, xs, ys, BATCH_LABEL, CONTEXT_LABEL)
@@ -315,11 +316,12 @@ def variation_map(ds: xr.Dataset, model: str | None = None, precision: str | Non
     xe, ye = _edges(xs), _edges(ys)
     if ok.any():
         lo, hi = float(ratio[ok].min()), float(ratio[ok].max())
-        norm = LogNorm(vmin=lo, vmax=hi if hi > lo else lo * 1.01)
+        top = hi if hi > lo else lo * 1.01
+        norm = LogNorm(vmin=lo, vmax=top)
         mesh = ax.pcolormesh(xe, ye, np.ma.masked_invalid(np.where(ok, ratio, np.nan)),
                              cmap="viridis", norm=norm)
         bar = fig.colorbar(mesh, ax=ax, label=f"max/min {metric} across {over} [x]")
-        ratio_ticks(bar.ax.yaxis, norm.vmin, norm.vmax)
+        ratio_ticks(bar.ax.yaxis, lo, top)
         iy, ix = np.unravel_index(int(np.where(ok, ratio, -np.inf).argmax()), ratio.shape)
         peak_note = (f"largest {ratio[iy, ix]:.3g}x at batch {_fmt_tick(xs[ix])}, context "
                      f"{_fmt_tick(ys[iy])} (outlined)")
@@ -328,7 +330,7 @@ def variation_map(ds: xr.Dataset, model: str | None = None, precision: str | Non
         if ratio.size <= 225:
             for (iy_, ix_), r in np.ndenumerate(ratio):
                 if np.isfinite(r):
-                    ax.text(xs[ix_], ys[iy_], f"{r:.3g}", ha="center", va="center",
+                    ax.text(float(xs[ix_]), float(ys[iy_]), f"{r:.3g}", ha="center", va="center",
                             fontsize=7, color="white" if norm(r) < 0.6 else "black")
     else:
         peak_note = "no cell has two feasible candidates"
@@ -536,9 +538,9 @@ def regimes_plot(ds: xr.Dataset, sel: dict | None = None,
 
 def plot(ds: xr.Dataset, kind: str = "winner-map", **kwargs) -> Figure:
     """A Figure of ``kind`` (one of :data:`KINDS`); ``kwargs`` go to that kind's function."""
-    funcs = {"winner-map": winner_map, "variation": variation_map, "pareto": pareto_plot,
-             "roofline": roofline_plot, "regimes": regimes_plot,
-             "serving-front": serving_front_plot}
+    funcs: dict[str, Callable[..., Figure]] = {
+        "winner-map": winner_map, "variation": variation_map, "pareto": pareto_plot,
+        "roofline": roofline_plot, "regimes": regimes_plot, "serving-front": serving_front_plot}
     if kind not in funcs:
         raise SpecError(f"unknown plot kind {kind!r}{suggest(str(kind), KINDS)}")
     return funcs[kind](ds, **kwargs)

@@ -217,9 +217,9 @@ def _regime_values(ds: xr.Dataset, r: Regime, basis=None):
     direction = "max"
     if r.metric == HEADROOM:
         units, direction = "1", "max"
-        for need in ("memory_per_device", "device_memory"):
-            if need not in ds.variables:
-                return None, f"needs {need!r} in the result", units, direction
+        for var in ("memory_per_device", "device_memory"):
+            if var not in ds.variables:
+                return None, f"needs {var!r} in the result", units, direction
     elif r.metric not in ds.data_vars:
         return None, f"metric {r.metric!r} is not in the result", units, direction
     else:
@@ -244,9 +244,10 @@ def _regime_values(ds: xr.Dataset, r: Regime, basis=None):
         if "model" in sub.dims:
             sub = sub.isel(model=np.flatnonzero(moe))
     for p in r.picks:
-        sub, reason = p.apply(sub)
-        if sub is None:
+        picked, reason = p.apply(sub)
+        if picked is None:
             return None, reason, units, direction
+        sub = picked
     if r.metric == HEADROOM:
         mem = masked(sub, "memory_per_device")
         vals = sub["device_memory"] / mem

@@ -27,7 +27,7 @@ NO_WINNER = ""
 def check_metric(ds: xr.Dataset, name: str) -> str:
     """``name`` if it is a metric (data variable) of ``ds``; otherwise a SpecError with hints."""
     if not isinstance(name, str) or name not in ds.data_vars:
-        raise SpecError(f"unknown metric {name!r}{suggest(str(name), list(ds.data_vars))}")
+        raise SpecError(f"unknown metric {name!r}{suggest(str(name), [str(v) for v in ds.data_vars])}")
     return name
 
 
@@ -165,11 +165,11 @@ def parse_objectives(ds: xr.Dataset, objectives) -> list[tuple[str, str]]:
                 name, _, d = str(o).partition(":")
                 items.append((name.strip(), d.strip() or None))
     out: list[tuple[str, str]] = []
-    for name, d in items:
+    for name, given in items:
         check_metric(ds, name)
         if any(name == n for n, _ in out):
             raise SpecError(f"objective {name!r} given twice")
-        out.append((name, metric_direction(ds, name, d)))
+        out.append((name, metric_direction(ds, name, given)))
     if len(out) < 2:
         raise SpecError(f"a Pareto front needs two or more objectives, got {len(out)} "
                         f"(e.g. tpot:min throughput:max tokens_per_joule:max)")

@@ -98,9 +98,10 @@ def strategy_table(ds: xr.Dataset) -> xr.Dataset:
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio_m = total_m / active_m
         if "model" in thr.dims:
-            served = ok.reshape(n_l, ok.shape[1], -1).any(axis=2)
+            # np.any, not ndarray.any: numpy's stubs let the method return a scalar
+            served = np.any(ok.reshape(n_l, ok.shape[1], -1), axis=2)
         else:
-            served = ok.reshape(n_l, -1).any(axis=1)[:, None]
+            served = np.any(ok.reshape(n_l, -1), axis=1)[:, None]
 
     def over_served(per_model: np.ndarray) -> np.ndarray:
         out = np.full(n_l, np.nan)

@@ -229,7 +229,7 @@ def max_variation(ds: xr.Dataset, metric: str, over: str = "hardware",
     found = acc.extreme(d)
     if found is None:
         return None
-    where = {x: py_scalar(coords[x].values[i]) for x, i in zip(rest, found["index"])}
+    where = {str(x): py_scalar(coords[x].values[i]) for x, i in zip(rest, found["index"])}
     best, worst = (by_rank(labels, rank, found[k]) for k in ("best_rank", "worst_rank"))
     layouts = {"best_layout": "", "worst_layout": ""}
     if "parallelism" in red:

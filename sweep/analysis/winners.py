@@ -3,7 +3,7 @@ context."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 import numpy as np
@@ -12,7 +12,7 @@ import xarray as xr
 
 from grids.errors import SpecError
 from sweep.analysis import core as an
-from sweep.analysis.basis import DEFAULT_BASIS, parse_basis
+from sweep.analysis.basis import DEFAULT_BASIS, Basis, parse_basis
 from sweep.analysis.select import (
     NO_WINNER,
     as_dims,
@@ -95,7 +95,7 @@ def frontier(ds: xr.Dataset, metric: str, over: str = "hardware",
         codes = np.asarray(t.values)
         bv = np.asarray(best.transpose(*t.dims).values, dtype=np.float64)
         pos = np.nonzero(an.change_points(codes, axis=-1))
-        data: dict[str, Any] = {}
+        data: dict[Hashable, Any] = {}
         for i, od in enumerate(t.dims[:-1]):
             data[od] = idx[od].values[pos[i]]
         after = (*pos[:-1], pos[-1] + 1)
@@ -108,7 +108,7 @@ def frontier(ds: xr.Dataset, metric: str, over: str = "hardware",
         data["best_before"] = bv[pos]
         data["best_after"] = bv[after]
         frames.append(pd.DataFrame(data))
-    fixed = list(other_all)
+    fixed = [str(d) for d in other_all]  # xarray types dims as Hashable; ours are names
     cols = [*fixed, "dim", "value_before", "value_after", "winner_before", "winner_after",
             "best_before", "best_after"]
     if not frames:
@@ -135,7 +135,7 @@ def _all_integral(s: pd.Series) -> bool:
 
 def margin(ds: xr.Dataset, metric: str, over: str = "hardware",
            best_over: Iterable[str] | str | None = None,
-           basis: str | None = DEFAULT_BASIS) -> xr.Dataset:
+           basis: str | Basis | None = DEFAULT_BASIS) -> xr.Dataset:
     """The winner of :func:`winner`, its runner-up and by how much it wins, at every point.
 
     Returns ``winner`` and ``runner_up`` (labels, ``""`` where none), ``best`` and ``second``

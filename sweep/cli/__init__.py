@@ -13,6 +13,7 @@ import importlib
 import os
 import signal
 import sys
+from typing import NoReturn
 
 from grids.errors import SpecError
 
@@ -25,7 +26,7 @@ COMMAND_MODULES = ("sweep.cli.run", "sweep.cli.catalog", "sweep.cli.analysis",
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's own errors are bad input too
+    def error(self, message: str) -> NoReturn:  # argparse's own errors are bad input too
         # one line, as every other bad input (argparse would print its usage block first)
         sys.stderr.write(f"sweep: error: {message} (`{self.prog} --help` shows the usage)\n")
         sys.exit(EXIT_BAD_INPUT)

@@ -45,7 +45,7 @@ def _with_result(func):
     return command
 
 
-def _select(ds, sel: dict[str, str]):
+def _select(ds, sel: dict[str, str | list[str]]):
     from sweep.analysis.select import apply_sel
 
     return apply_sel(ds, sel)
@@ -141,6 +141,7 @@ def crossover_lines(table: pd.DataFrame, over: str, units: str) -> list[str]:
         "best_after")]
     u = f" {units}" if units and units != "1" else ""
     out = []
+    r: Any  # a row of the table (pandas-stubs types its fields as any scalar)
     for r in table.itertuples(index=False):
         rec = r._asdict()
         where = ", ".join(f"{c} {rec[c]}" for c in fixed if c != rec["dim"]

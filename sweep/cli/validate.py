@@ -95,10 +95,11 @@ def summary_line(res) -> dict[str, float]:
            "mean_abs_log_error": float(agg["overall"].mean_abs_log_error[0]),
            "rows": int(agg["overall"].used[0])}
     tg = agg["target"].set_index("group")
+    used, error = tg["used"], tg["median_abs_rel_error"]  # by group
     for name in V.TARGETS:
-        if name in tg.index and tg.loc[name, "used"] > 0:
-            out[f"{name}_median_abs_rel_error"] = float(tg.loc[name, "median_abs_rel_error"])
-            out[f"{name}_rows"] = int(tg.loc[name, "used"])
+        if name in tg.index and used.loc[name] > 0:
+            out[f"{name}_median_abs_rel_error"] = float(error.loc[name])
+            out[f"{name}_rows"] = int(used.loc[name])
     return out
 
 

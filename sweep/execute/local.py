@@ -75,6 +75,7 @@ def run(spec: Any = None, *, max_memory: str | int | None = DEFAULT_MAX_MEMORY,
     ds, _ = run_with_stats(spec, max_memory=max_memory, progress=progress, output=output,
                            format=format, scheduler=scheduler, overwrite=overwrite,
                            compression=compression)
+    assert ds is not None  # reopen (the default): the result, in memory or opened from output
     return ds
 
 

@@ -122,7 +122,7 @@ def resolve_points(table: pd.DataFrame, loaders: dict[str, Callable[[str], Any]]
         col = raw.astype(str)
         codes, uniques = pd.factorize(col, sort=False)  # first-appearance order, as pd.unique
         values = [str(v) for v in uniques]
-        objs = []
+        objs: list[Any] = []
         for v in values:
             if v == "" and empty.any():
                 objs.append(None)  # reported above

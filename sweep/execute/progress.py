@@ -37,9 +37,11 @@ def notebook_bar(total: int, label: str):
     import importlib.util
 
     if importlib.util.find_spec("ipywidgets") is not None:  # tqdm.notebook needs it
-        from tqdm.notebook import tqdm
-    else:
-        from tqdm import tqdm
+        from tqdm.notebook import tqdm_notebook
+
+        return tqdm_notebook(total=total, desc=label, unit=" points", unit_scale=True)
+    from tqdm import tqdm
+
     return tqdm(total=total, desc=label, unit=" points", unit_scale=True)
 
 

@@ -9,6 +9,7 @@ created from.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -65,7 +66,7 @@ def coordinate_values(spec: GridSpec, *, engines: list | None = None, costs: lis
         t = d.tier_of_kind("dram")
         return getattr(t, attr) if t else (np.nan if attr == "bandwidth" else 0.0)
 
-    values = {
+    values: dict[str, list[Any]] = {
         "hardware_name": [d.name for d in devs],
         "hardware_class": [d.cls for d in devs],
         "peak_bf16_flops": [d.peak_flops.get("bf16", d.peak_flops.get("fp16", np.nan))
@@ -74,7 +75,7 @@ def coordinate_values(spec: GridSpec, *, engines: list | None = None, costs: lis
         "hardware_vendor": [d.vendor for d in devs],
         "dram_bandwidth": [dram(d, "bandwidth") for d in devs],
         "dram_capacity": [dram(d, "capacity") for d in devs],
-        "sram_capacity": [(d.tier_of_kind("sram").capacity if d.tier_of_kind("sram") else 0.0)
+        "sram_capacity": [(sram.capacity if (sram := d.tier_of_kind("sram")) else 0.0)
                           for d in devs],
         "device_memory": [d.device_capacity for d in devs],
         "link_bandwidth": [d.link_bandwidth for d in devs],
@@ -205,7 +206,7 @@ def _lazy_dask_probe() -> None:
         from xarray.namedarray import pycompat
 
         cache = pycompat._cached_duck_array_modules
-        base = pycompat.DuckArrayModule
+        base: Any = pycompat.DuckArrayModule  # a run-time base class (mypy needs a static one)
         version_type = pycompat.Version
     except (ImportError, AttributeError):
         return

@@ -22,6 +22,7 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import numpy as np
 import xarray as xr
@@ -29,6 +30,10 @@ import xarray as xr
 from grids.errors import SpecError
 from sweep.results.target import RESULT_MARK, _Atomic, check_output, diagnose_write
 from sweep.results.variables import BATCH_VARIABLES, VARIABLES
+
+if TYPE_CHECKING:
+    import netCDF4
+    from netCDF4 import CompressionLevel, CompressionType
 
 #: compression presets (``compression=`` of :class:`ResultWriter`, ``--compression`` of
 #: ``sweep run``); every one is lossless
@@ -41,11 +46,20 @@ ZARR_ENCODE_THREADS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, 
 DEFAULT_COMPRESSION = {"netcdf": "zlib", "zarr": "zstd"}
 
 
-def netcdf_compression(name: str) -> dict[str, object]:
+class NetcdfCodec(TypedDict, total=False):
+    """``netCDF4.Dataset.createVariable`` compression arguments (:func:`netcdf_compression`)."""
+
+    compression: CompressionType | None
+    complevel: CompressionLevel
+    shuffle: bool
+    blosc_shuffle: Literal[0, 1, 2]
+
+
+def netcdf_compression(name: str) -> NetcdfCodec:
     """``netCDF4.Dataset.createVariable`` arguments of a preset. zlib is the netCDF-4 standard
     (any reader); zstd and lz4 (Blosc) are HDF5 filter plugins: the netCDF4 wheels ship them, but
     a reader built without them cannot decompress the file."""
-    presets: dict[str, dict[str, object]] = {
+    presets: dict[str, NetcdfCodec] = {
         "zlib": {"compression": "zlib", "complevel": 1, "shuffle": False},
         "zstd": {"compression": "zstd", "complevel": 1, "shuffle": True},
         "lz4": {"compression": "blosc_lz4", "blosc_shuffle": 1},
@@ -62,8 +76,8 @@ def netcdf_compression(name: str) -> dict[str, object]:
 BLOSC_MIN_CHUNK_BYTES = 4096
 
 
-def _fit_codec(codec: dict[str, object], chunks: tuple[int, ...], dtype: np.dtype
-               ) -> dict[str, object]:
+def _fit_codec(codec: NetcdfCodec, chunks: tuple[int, ...], dtype: np.dtype
+               ) -> NetcdfCodec:
     """The netCDF compression of one variable: ``codec``, except that chunks too small for the
     Blosc filter are stored uncompressed (see :data:`BLOSC_MIN_CHUNK_BYTES`)."""
     small = int(np.prod(chunks)) * dtype.itemsize < BLOSC_MIN_CHUNK_BYTES
@@ -147,7 +161,8 @@ class ZarrChunks:
                 full = np.full(chunks, pad, dtype=dtype)
                 full[tuple(slice(0, k) for k in block.shape)] = block
                 block = full
-            data = np.ascontiguousarray(block, dtype=dtype)
+            # an ndarray, then what the codecs return (a buffer)
+            data: Any = np.ascontiguousarray(block, dtype=dtype)
             path = self.root / name / sep.join(str(i) for i in idx)
             if dtype.kind == "f" and pad != pad and np.isnan(data).all():
                 path.unlink(missing_ok=True)
@@ -192,9 +207,10 @@ class ResultWriter:
         self.atomic = _Atomic(path, ".zarr" if self.fmt == "zarr" else ".nc", overwrite=overwrite,
                               before_publish=before_publish)
         self.closed = False
-        self._nc = None
+        self._nc: netCDF4.Dataset | None = None
         self._zarr: ZarrChunks | None = None
-        self._zarr_arrays = None  # zarr-python arrays, for writes not aligned to chunks
+        # zarr-python arrays, for writes not aligned to chunks
+        self._zarr_arrays: dict[str, Any] | None = None
         self._pool: ThreadPoolExecutor | None = None  # encodes Zarr variables side by side
         try:
             with diagnose_write(self.atomic.tmp.parent):
@@ -215,7 +231,7 @@ class ResultWriter:
         for d in self.dims:
             nc.createDimension(d, template.sizes[d])
         for name, var in template.coords.items():
-            _nc_put(nc, name, var)
+            _nc_put(nc, str(name), var)
         codec = netcdf_compression(self.compression)
         for name in self.metrics:
             meta = VARIABLES[name]
@@ -227,7 +243,7 @@ class ResultWriter:
                                   else False)
             v.set_var_chunk_cache(size=self.cache_bytes, nelems=61, preemption=1.0)
             attrs = dict(meta.attrs())
-            attrs["coordinates"] = " ".join(c for c in template.coords if c not in self.dims
+            attrs["coordinates"] = " ".join(str(c) for c in template.coords if c not in self.dims
                                             and set(template[c].dims) <= set(self.dims))
             for k, val in attrs.items():
                 v.setncattr(k, val)
@@ -260,9 +276,11 @@ class ResultWriter:
         nbytes = sum(a.nbytes for a in arrays.values())
         with diagnose_write(self.atomic.tmp.parent, nbytes):
             if self.fmt == "netcdf":
+                assert self._nc is not None  # opened by __init__
                 for name, arr in arrays.items():
                     self._nc.variables[name][region] = arr
                 return
+            assert self._zarr is not None  # opened by __init__
             aligned = [n for n in arrays if self._zarr.aligned(n, region)]
             if len(aligned) > 1 and ZARR_ENCODE_THREADS > 1:
                 # the variables' chunks are independent files; the codecs release the GIL
@@ -342,7 +360,7 @@ def _nc_put(nc, name: str, var: xr.Variable | xr.DataArray) -> None:
 def write_dataset(ds: xr.Dataset, path: str | Path, fmt: str | None = None, *,
                   overwrite: bool = False, compression: str | None = None) -> Path:
     """Write an in-memory result Dataset atomically (same layout as the streamed writer)."""
-    dims = tuple(d for d in ds["ttft"].dims)
+    dims = tuple(str(d) for d in ds["ttft"].dims)
     metrics = tuple(n for n in VARIABLES if n in ds.data_vars)
     template = ds.drop_vars(list(metrics))
     writer = ResultWriter(path, template, dims, fmt, overwrite=overwrite, compression=compression,

@@ -410,7 +410,8 @@ def diagnose_write(directory: Path, nbytes: int = 0):
                               f"space or write elsewhere (-o); nothing was left under the target "
                               f"name") from exc
         if code in (errno.EROFS, errno.EACCES, errno.EPERM):
-            raise OutputError(f"cannot write in {where!r}: {exc.strerror or exc} (a read-only file "
+            reason = getattr(exc, "strerror", None) or exc  # errno set: an OSError's message
+            raise OutputError(f"cannot write in {where!r}: {reason} (a read-only file "
                               f"system or no permission): write elsewhere (-o)") from exc
         raise
 
@@ -444,7 +445,7 @@ def check_file_output(path: str | Path, *, what: str, suffixes: tuple[str, ...],
     return target
 
 
-def write_file(path: str | Path, write: Callable[[Path], None]) -> Path:
+def write_file(path: str | Path, write: Callable[[Path], object]) -> Path:
     """Write a single-file output atomically: ``write(tmp)`` fills a temporary file beside the
     target (``.<name>.sweep-partial-<token><suffix>``), which is then renamed onto it; on any
     failure the temporary file is removed and the target is untouched. File-system faults (full

@@ -7,6 +7,7 @@ Every metric is defined over all the grid's dims (see ``grids.DIMS``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 
@@ -45,8 +46,8 @@ class Variable:
         out["better"] = self.direction
         return out
 
-    def encoding(self, chunks: tuple[int, ...] | None = None) -> dict[str, object]:
-        enc: dict[str, object] = {"zlib": True, "complevel": 1, "shuffle": True}
+    def encoding(self, chunks: tuple[int, ...] | None = None) -> Encoding:
+        enc: Encoding = {"zlib": True, "complevel": 1, "shuffle": True}
         if self.dtype == "int8":  # no fill value: every flag value is meaningful
             enc["_FillValue"] = None
             enc["dtype"] = "int8"
@@ -56,6 +57,18 @@ class Variable:
         if chunks is not None:
             enc["chunksizes"] = chunks
         return enc
+
+
+class Encoding(TypedDict, total=False):
+    """The storage of a variable (:meth:`Variable.encoding`): netCDF's deflate, fill value,
+    dtype on disk and chunks."""
+
+    zlib: bool
+    complevel: int
+    shuffle: bool
+    _FillValue: np.float32 | None  # None: no fill value
+    dtype: str
+    chunksizes: tuple[int, ...]
 
 
 VARIABLES: dict[str, Variable] = {v.name: v for v in (

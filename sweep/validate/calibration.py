@@ -41,7 +41,7 @@ import math
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -65,7 +65,9 @@ BOUNDS = {
 #: differences between the sources that used each (one 16-bit factor, written to both)
 TIED_DTYPES = {"fp16": "bf16"}
 DEFAULT_MIN_ROWS = 20
-DEFAULT_LOSS = "soft_l1"
+#: the robust losses of :func:`scipy.optimize.least_squares`
+Loss = Literal["linear", "soft_l1", "huber", "cauchy", "arctan"]
+DEFAULT_LOSS: Loss = "soft_l1"
 DEFAULT_F_SCALE = 0.1
 #: weight of the prior residuals (ln-ratio for factors, (x - start) / scale_prior for times)
 PRIOR_WEIGHT = 0.05
@@ -198,7 +200,7 @@ def plan_units(ev: Evaluator, min_rows: int) -> list[Unit]:
 # fitting
 
 
-def fit_unit(ev: Evaluator, unit: Unit, overlay: dict[str, Any], *, loss: str = DEFAULT_LOSS,
+def fit_unit(ev: Evaluator, unit: Unit, overlay: dict[str, Any], *, loss: Loss = DEFAULT_LOSS,
              f_scale: float = DEFAULT_F_SCALE, prior_weight: float = PRIOR_WEIGHT,
              max_nfev: int = 200) -> UnitFit | None:
     """Fit ``unit``'s parameters on its rows, on top of ``overlay`` (the fits so far); returns
@@ -245,14 +247,17 @@ def fit_unit(ev: Evaluator, unit: Unit, overlay: dict[str, Any], *, loss: str = 
                          np.log(np.maximum(x, 1e-12) / np.maximum(x0, 1e-12)))
         return np.concatenate([r, sw * prior])
 
+    # scipy documents diff_step as array_like (a scalar applies to every variable);
+    # scipy-stubs accepts only arrays and sequences
     res = least_squares(residuals, x0 / scale, bounds=(lo / scale, hi / scale), loss=loss,
-                        f_scale=f_scale, diff_step=1e-3, max_nfev=max_nfev)
+                        f_scale=f_scale, diff_step=1e-3,  # type: ignore[arg-type]
+                        max_nfev=max_nfev)
     x = res.x * scale
     pred1 = predict(x)
     n = int(ok.sum())
     stderr = dict.fromkeys(unit.params, math.nan)
     try:
-        jac = res.jac[:n] / scale
+        jac = np.asarray(res.jac)[:n] / scale  # dense: the default 2-point Jacobian
         r = res.fun[:n]
         s2 = float(np.sum(r * r) / max(n - len(x), 1))
         cov = np.linalg.pinv(jac.T @ jac) * s2
@@ -281,7 +286,7 @@ def usable_rows(df: pd.DataFrame) -> pd.DataFrame:
     return df.loc[V.usable_mask(df)].reset_index(drop=True)
 
 
-def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: str = DEFAULT_LOSS,
+def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: Loss = DEFAULT_LOSS,
               f_scale: float = DEFAULT_F_SCALE, prior_weight: float = PRIOR_WEIGHT,
               max_nfev: int = 200, progress=None) -> Calibration:
     """Fit every unit of the usable rows of ``df`` that name their engine (defaults first, then

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -97,7 +98,7 @@ def read_measurements(path: str | Path | None = None) -> pd.DataFrame:
         bad = df[col].ne("") & (vals.isna() | (vals <= 0) | (integer & (vals != np.round(vals))))
         for i in np.flatnonzero(bad.to_numpy())[:20]:
             kind = "a whole number >= 1" if integer else "a number > 0"
-            problems.append(f"row {i + 2} ({df['id'].iat[i] or '?'}): {col} = "
+            problems.append(f"row {i + 2} ({df['id'].iloc[i] or '?'}): {col} = "
                             f"{df[col].iat[i]!r} is not {kind}")
         return vals
 
@@ -114,6 +115,7 @@ def read_measurements(path: str | Path | None = None) -> pd.DataFrame:
     dup = df["id"].duplicated(keep="first") & df["id"].ne("")
     for i in np.flatnonzero(dup.to_numpy())[:20]:
         problems.append(f"row {i + 2}: duplicate id {df['id'].iat[i]!r}")
+    r: Any  # a row of the CSV, every field text (pandas-stubs types fields as any scalar)
     for i, r in enumerate(df.itertuples(index=False)):
         where = f"row {i + 2} ({r.id or '?'})"
         if not r.id:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ def batch_bucket(batch: Any) -> str:
     return "-"
 
 
-def aggregate(res: pd.DataFrame, by: str | Sequence[str] | None, *,
+def aggregate(res: pd.DataFrame, by: str | list[str] | None, *,
               keep_empty: bool = False) -> pd.DataFrame:
     """Error statistics per group of ``by`` (None = all rows): rows used, skipped (usable rows
     the model could not evaluate) and unusable (``usable = no`` in the data), median absolute
@@ -105,6 +105,7 @@ def fmt_error(v: float, pct: bool = True) -> str:
 def aggregate_markdown(table: pd.DataFrame, title: str = "group") -> str:
     lines = [f"| {title} | used | skipped | unusable | median abs rel err | MALE | Spearman | "
              f"bias (median rel) | bias (median ln) |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    r: Any  # a row of an aggregate() table (pandas-stubs types its fields as any scalar)
     for r in table.itertuples(index=False):
         lines.append(f"| {r.group} | {r.used} | {r.skipped} | {r.unusable} | "
                      f"{fmt_error(r.median_abs_rel_error)} | "
@@ -118,6 +119,7 @@ def rows_text(res: pd.DataFrame, only_used: bool = False) -> str:
     lines = [f"{'id':<22} {'hardware':<13} {'engine':<9} {'model':<17} {'prec':<7} "
              f"{'layout':<8} {'batch':>5} {'in':>6} {'out':>5} {'metric':<11} {'measured':>11} "
              f"{'predicted':>11} {'err':>7}  note"]
+    r: Any  # a row of a compare() frame (pandas-stubs types its fields as any scalar)
     for r in sel.itertuples(index=False):
         note = r.reason if r.status == "skipped" else (
             f"model batch {int(r.model_batch)}" if r.batch == "max" else "")
@@ -137,12 +139,14 @@ def verdicts(agg: dict[str, pd.DataFrame], scope: str = "in sample") -> list[str
     ``sweep calibrate`` reports them leave-one-publisher-out)."""
     out = []
     tg = agg["target"].set_index("group")
+    used, error = tg["used"], tg["median_abs_rel_error"]  # by group
     for name, target in TARGETS.items():
-        if name in tg.index and tg.loc[name, "used"] > 0:
-            e = tg.loc[name, "median_abs_rel_error"]
+        if name in tg.index and used.loc[name] > 0:
+            e = error.loc[name]
             out.append(f"{name} ({scope}): median abs rel error {fmt_error(e)} over "
-                       f"{int(tg.loc[name, 'used'])} rows (target <= {target:.0%}) "
+                       f"{int(used.loc[name])} rows (target <= {target:.0%}) "
                        f"{'met' if e <= target else 'NOT met'}")
+    r: Any  # a row of an aggregate() table (pandas-stubs types its fields as any scalar)
     for r in agg["engine"].itertuples(index=False):
         if r.used > 0 and np.isfinite(r.bias_log):
             out.append(f"engine {r.group} ({scope}): bias median ln(pred/meas) {r.bias_log:+.3f} over "
@@ -175,7 +179,7 @@ def report_text(res: pd.DataFrame, title: str, scope: str = "in sample") -> str:
     return "\n".join(parts)
 
 
-def records(table: pd.DataFrame) -> list[dict[str, Any]]:
+def records(table: pd.DataFrame) -> list[dict[Hashable, Any]]:
     recs = table.to_dict(orient="records")
     for r in recs:
         for k, v in r.items():
