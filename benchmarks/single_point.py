@@ -3,6 +3,7 @@ one-row table and per row of larger tables, in one process (warm: kernels compil
 read; minimum of interleaved rounds, so load on the machine shows as a floor, not noise).
 
     python -m benchmarks.single_point [--rounds 5]
+    PYTHONPATH=<other tree> python benchmarks/single_point.py   # the same on another tree
 
 Prints a Markdown table (docs/performance.md quotes it). Wall time is measured here and never
 asserted in a test.
@@ -42,11 +43,12 @@ def main(argv: list[str] | None = None) -> None:
     frames = {n: pd.DataFrame([POINTS[i % len(POINTS)] for i in range(n)])
               for n in (1_000, 100_000)}
     paths = {
-        "`sweep.evaluate_point`, one call per point": (
-            lambda p: sweep.evaluate_point(**p), 2_000),
         "`sweep.evaluate`, one-row table per point": (
             lambda p: sweep.evaluate(pd.DataFrame([p])), 100),
     }
+    if hasattr(sweep, "evaluate_point"):  # absent from trees before issue 24 (--tree compares)
+        paths["`sweep.evaluate_point`, one call per point"] = (
+            lambda p: sweep.evaluate_point(**p), 2_000)
     for fn, _ in paths.values():  # warm: compile or load the kernels, fill the caches
         for p in POINTS:
             fn(p)
