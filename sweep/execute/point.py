@@ -29,10 +29,12 @@ from grids.spec import (
     RATE_MAX,
     prefill_chunk_problem,
 )
-from kernels.params import METRICS, MODE_CONTINUOUS, MODE_RATE, MODE_STATIC, RATE_METRICS
+from kernels.params import METRICS, MODE_RATE, RATE_METRICS
 from sweep.execute.points import (
     MAX_LOAD,
+    MODE_OF,
     RATE_COLUMN,
+    RATE_NEEDS_CONTINUOUS,
     PointTables,
     as_overlay,
     bad_numbers,
@@ -43,7 +45,7 @@ from sweep.results.variables import VARIABLES
 
 _ROW = np.zeros(1, dtype=np.int64)
 #: the serving mode of a point as the kernel's one-element argument
-_MODE_ARRAY = {"continuous": np.array([MODE_CONTINUOUS]), "static": np.array([MODE_STATIC]),
+_MODE_ARRAY = {**{k: np.array([v]) for k, v in MODE_OF.items()},
                RATE_COLUMN: np.array([MODE_RATE])}
 _CONC = METRICS.index("concurrency")
 #: metric name -> int (a flag or a code) or float (float32 value as a Python float)
@@ -88,8 +90,7 @@ def evaluate_point(hardware: str, model: str, precision: str, parallelism: str, 
     if batching not in BATCHING:
         problems.append(f"batching: {batching!r} is not one of {list(BATCHING)}")
     elif at_rate and batching == "static":
-        problems.append("batching: a request_rate needs continuous batching (a static batch has "
-                        "no arrival rate)")
+        problems.append(RATE_NEEDS_CONTINUOUS)
     chunk_problem = prefill_chunk_problem(prefill_chunk, "evaluate_point: prefill_chunk")
     if chunk_problem:  # before the tables, which need a valid chunk
         raise SpecError([chunk_problem, *problems], "evaluate_point")

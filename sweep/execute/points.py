@@ -55,7 +55,11 @@ EVALUATE_COLUMNS = (*AXES, *NUMBERS, "batching", RATE_COLUMN)
 OPTIONAL_COLUMNS = ("engine", "batching")
 #: ``batch`` value asking for the maximum load (docs/model.md section 13.2)
 MAX_LOAD = "max"
-_MODE_OF = {"continuous": MODE_CONTINUOUS, "static": MODE_STATIC}
+#: the kernel's serving mode of each ``batching`` value
+MODE_OF = {"continuous": MODE_CONTINUOUS, "static": MODE_STATIC}
+#: the problem of a request rate asked for with static batching
+RATE_NEEDS_CONTINUOUS = ("batching: a request_rate needs continuous batching (a static batch "
+                         "has no arrival rate)")
 _FITS = METRICS.index("fits")
 _MAXC = METRICS.index("max_concurrency")
 _CONC = METRICS.index("concurrency")
@@ -227,11 +231,10 @@ def _modes(table: pd.DataFrame, at_rate: bool, problems: list[str]) -> np.ndarra
         problems.append(f"batching: rows {table.index[bad.to_numpy()][:10].tolist()} are not one "
                         f"of {list(BATCHING)}")
     if at_rate and col.eq("static").any():
-        problems.append("batching: a request_rate needs continuous batching (a static batch has "
-                        "no arrival rate)")
+        problems.append(RATE_NEEDS_CONTINUOUS)
     if at_rate:
         return np.full(len(table), MODE_RATE)
-    return col.map(_MODE_OF).fillna(MODE_CONTINUOUS).to_numpy(np.float64)
+    return col.map(MODE_OF).fillna(MODE_CONTINUOUS).to_numpy(np.float64)
 
 
 def evaluate(table: pd.DataFrame | Mapping[str, Any] | list, *,
@@ -319,10 +322,7 @@ def with_outputs(table: pd.DataFrame, columns: dict[str, np.ndarray]) -> pd.Data
     """A copy of ``table`` with ``columns`` appended, built as one frame (setting the columns one
     by one cost most of a small table's evaluation)."""
     outputs = pd.DataFrame(columns)
-    outputs.index = table.index
-    if table.columns.empty:
-        return outputs
-    result = pd.concat([table.reset_index(drop=True), outputs.reset_index(drop=True)], axis=1)
+    result = pd.concat([table.reset_index(drop=True), outputs], axis=1)
     result.index = table.index
     return result
 
