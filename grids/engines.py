@@ -35,7 +35,7 @@ from grids.units import parse_quantity
 #: the shipped calibration overlay's file name, next to the engine files (not an engine)
 CALIBRATION_FILE = "calibration.toml"
 ENGINE_IDS = ("ideal", "trtllm", "vllm", "sglang", "deepspeed-mii", "llama.cpp", "neuron", "gaudi",
-              "sambaflow", "cerebras", "groq", "jetstream", "native")
+              "sambaflow", "cerebras", "groq", "groq-specdec", "jetstream", "native")
 PHASES = ("prefill", "decode")
 #: override levels, most specific first
 LEVELS = ("device", "vendor", "class", "defaults")

@@ -76,8 +76,8 @@ def test_catalog_files_are_the_engine_ids():
     files = [p.name[:-5] for p in ENGINE_DIR.glob("*.toml") if p.name != E.CALIBRATION_FILE]
     assert sorted(files) == sorted(E.ENGINE_IDS)
     assert E.ENGINE_IDS == ("ideal", "trtllm", "vllm", "sglang", "deepspeed-mii", "llama.cpp",
-                            "neuron", "gaudi", "sambaflow", "cerebras", "groq", "jetstream",
-                            "native")
+                            "neuron", "gaudi", "sambaflow", "cerebras", "groq", "groq-specdec",
+                            "jetstream", "native")
 
 
 def test_every_catalog_engine_loads(catalog):
@@ -162,7 +162,7 @@ def test_sourced_catalog_values(devices):
     assert E.resolve("llama.cpp", h100).max_batch == 4
     assert E.resolve("sglang", devices["mi300x"]).prefill_chunk == 16384
     assert E.resolve("cerebras", devices["cs-3"]).max_batch == 8  # seed 004 batch 1-8 artifacts
-    assert E.resolve("sambaflow", devices["sn40l"]).max_batch == 8
+    assert E.resolve("sambaflow", devices["sn40l"]).max_batch == 32  # seed 004 ran batch 1-32
     assert E.resolve("neuron", devices["inferentia2"]).pads_heads is True
     assert E.resolve("gaudi", devices["gaudi2"]).prefill_chunk == math.inf  # no chunked prefill
     # the file's estimate (the shipped calibration overlay fits this one: {} = without it)
