@@ -36,16 +36,20 @@ EFFICIENCY_FIELDS = {
 }
 #: sub-table of ``[efficiency]``: achievable fraction of the dense peak per compute dtype
 BY_DTYPE = "flops_efficiency_by_dtype"
+#: energies per byte moved (docs/model.md section 9): catalog key -> Device attribute
+ENERGY_FIELDS = {"sram_energy": "energy_sram", "dram_energy": "energy_dram",
+                 "host_energy": "energy_host", "link_energy": "energy_link"}
 CLASS_FIELDS = {**EFFICIENCY_FIELDS, "idle_fraction": ("fraction", -1e-300, 1.0),
                 "host_power_fraction": ("fraction", -1e-300, 10.0),
                 "link_latency": ("time", 0.0, 1.0), "scaleout_latency": ("time", 0.0, 1.0),
-                "link_efficiency": ("fraction", 0.0, 1.0)}
+                "link_efficiency": ("fraction", 0.0, 1.0),
+                **dict.fromkeys(ENERGY_FIELDS, ("energy_per_byte", -1e-300, 1e-8))}
 
 #: keys allowed in the tables of a device file (text fields included)
 INTERCONNECT_KEYS = ("name", "link_bandwidth", "link_latency", "domain_size", "scaleout_bandwidth",
                      "scaleout_latency", "package_size", "package_bandwidth", "package_latency",
                      "link_efficiency", "peer_links", "switch_reduction_efficiency")
-POWER_KEYS = ("tdp", "idle", "host_power")
+POWER_KEYS = ("tdp", "idle", "host_power", *ENERGY_FIELDS)
 
 
 def _data_dir() -> Path:
@@ -133,11 +137,36 @@ class Device:
     #: achievable fraction [1] of the link bandwidth of an all-reduce reduced inside the switch
     #: (NVLink SHARP, "NVLS"); 0 = the fabric has no in-switch reduction
     switch_reduction_efficiency: float = 0.0
+    energy_sram: float = 0.0  # [J/B] per byte read or written in an SRAM tier
+    energy_dram: float = 0.0  # [J/B] per byte read or written in a DRAM tier
+    energy_host: float = 0.0  # [J/B] per byte over the host link
+    energy_link: float = 0.0  # [J/B] per byte sent over the interconnect
+    spatial_layers: bool = False  # each layer of a stage on its own region (a layer pipeline)
 
     @property
     def device_capacity(self) -> float:
         """Sum of on-device tier capacities [B] (host tier excluded)."""
         return sum(t.capacity for t in self.tiers)
+
+    def flop_energy(self, dtype: str) -> float:
+        """Energy per FLOP [J/FLOP] of compute dtype ``dtype``: ``(tdp - idle) / (peak x
+        achievable fraction)``, so that computing at the achievable rate draws the board power
+        (docs/model.md section 9: that rate is what the device sustains within its power limit;
+        power.md, "Dynamic pJ/FLOP", uses the same rule at the dense peak). 0 without a peak."""
+        rate = self.peak_flops.get(dtype, 0.0) * self.efficiency.flops_efficiency_for(dtype)
+        return max(self.tdp - self.idle, 0.0) / rate if rate > 0 else 0.0
+
+    @property
+    def tdp_estimated(self) -> bool:
+        """True when the board power ``tdp`` is an estimate (the vendor publishes none)."""
+        src = self.sources.get("power.tdp")
+        return bool(src and src.estimate)
+
+    @property
+    def host_power_estimated(self) -> bool:
+        """True when the host and system share ``host_power`` is an estimate or a class rule."""
+        src = self.sources.get("power.host_power")
+        return bool(src and src.estimate)
 
     @property
     def system_power(self) -> float:
@@ -167,6 +196,10 @@ class Device:
             "link_efficiency": self.link_efficiency, "peer_links": self.peer_links,
             "switch_reduction_efficiency": self.switch_reduction_efficiency,
             "tdp_w": self.tdp, "idle_w": self.idle, "host_power_w": self.host_power,
+            "spatial_layers": self.spatial_layers,
+            "tdp_estimated": self.tdp_estimated,
+            "host_power_estimated": self.host_power_estimated,
+            **{f"{k}_j_per_byte": getattr(self, a) for k, a in ENERGY_FIELDS.items()},
             "efficiency": eff,
             "efficiency_origin": dict(self.efficiency.origin),
             "notes": list(self.notes),
@@ -448,8 +481,10 @@ def _read_interconnect(raw: dict[str, Any], r: _Reader) -> _Links:
         link_efficiency=eff, peer_links=peers, switch_reduction_efficiency=switch)
 
 
-def _read_power(raw: dict[str, Any], r: _Reader) -> tuple[float | None, float | None, float | None]:
-    """``(tdp, idle, host_power)`` [W]: the device's own power and its attributed host share."""
+def _read_power(raw: dict[str, Any], r: _Reader
+                ) -> tuple[float | None, float | None, float | None, dict[str, float]]:
+    """``(tdp, idle, host_power)`` [W], the device's own power and its attributed host share, and
+    the energies per byte moved [J/B] (``{Device attribute: value}``, class defaults if absent)."""
     power = _table(raw, "power", r)
     r.unknown_keys(power, POWER_KEYS, "power")
     tdp = r.num(power.get("tdp"), "power", "power.tdp")
@@ -458,7 +493,25 @@ def _read_power(raw: dict[str, Any], r: _Reader) -> tuple[float | None, float | 
                           "host power fraction")
     if tdp is not None and idle is not None and idle > tdp:
         r.problems.append(f"{r.where}: power.idle ({idle} W) exceeds power.tdp ({tdp} W)")
-    return tdp, idle, host
+    if idle is not None and idle <= 0:
+        r.problems.append(f"{r.where}: power.idle must be > 0 W (the static draw of the powered "
+                          f"board with the model loaded; omit it for the class estimate)")
+    energies = {attr: r.with_default(power.get(key), "energy_per_byte", f"power.{key}", key)
+                for key, attr in ENERGY_FIELDS.items()}
+    return tdp, idle, host, energies
+
+
+def _read_spatial(raw: dict[str, Any], r: _Reader) -> bool:
+    """``spatial_layers = true`` (with ``spatial_layers_source``): every layer of a stage sits on
+    its own region of the device, a weight-stationary layer pipeline (docs/model.md section 7)."""
+    value = raw.get("spatial_layers", False)
+    if not isinstance(value, bool):
+        r.problems.append(f"{r.where}: spatial_layers must be true or false, got {value!r}")
+        return False
+    if value and not str(raw.get("spatial_layers_source", "")).strip():
+        r.problems.append(f"{r.where}: spatial_layers = true needs spatial_layers_source (where "
+                          f"the layer-per-region layout is documented)")
+    return value
 
 
 def _read_by_dtype(table: Any, peaks: dict[str, float], r: _Reader) -> dict[str, float]:
@@ -513,7 +566,8 @@ def parse_device(raw: dict[str, Any], where: str) -> Device:
     peaks = _read_peaks(raw, r)
     tiers, host = _read_tiers(raw, r)
     links = _read_interconnect(raw, r)
-    tdp, idle, host_power = _read_power(raw, r)
+    tdp, idle, host_power, energies = _read_power(raw, r)
+    spatial = _read_spatial(raw, r)
     eff = _read_efficiency(raw, r, peaks)
     if eff.origin["bandwidth_efficiency"] != f"class default ({r.cls})":
         tiers = tuple(dataclasses.replace(t, efficiency=eff.bandwidth_efficiency) for t in tiers)
@@ -535,7 +589,8 @@ def parse_device(raw: dict[str, Any], where: str) -> Device:
         package_size=links.package_size, package_bandwidth=links.package_bandwidth,
         package_latency=links.package_latency, link_efficiency=links.link_efficiency,
         peer_links=links.peer_links,
-        switch_reduction_efficiency=links.switch_reduction_efficiency,
+        switch_reduction_efficiency=links.switch_reduction_efficiency, **energies,
+        spatial_layers=spatial,
     )
 
 
@@ -630,8 +685,9 @@ OVERRIDE_KEYS: dict[str, tuple[str, str]] = {
     "peer_links": ("count", "direct links the scale-up bandwidth splits over (0 = switched)"),
     "switch_reduction_efficiency": ("fraction", "in-switch all-reduce efficiency (0 = none)"),
     "tdp": ("power", "the device's own board/module power"),
-    "idle": ("power", "idle power"),
+    "idle": ("power", "static power while serving (clocks up, nothing moving)"),
     "host_power": ("power", "host and system overhead attributed to one device"),
+    **{a: ("energy_per_byte", f"energy per byte ({k})") for k, a in ENERGY_FIELDS.items()},
     **{f"efficiency.{k}": (v[0], f"efficiency parameter {k}") for k, v in EFFICIENCY_FIELDS.items()},
     **{f"efficiency.flops_efficiency.{d}": ("fraction", f"achievable fraction of the dense {d} peak")
        for d in COMPUTE_DTYPES},
@@ -665,6 +721,8 @@ def _check_derived(dev: Device, new_id: str, problems: list[str]) -> None:
     if dev.idle > dev.tdp:
         problems.append(f"{new_id}: idle power {dev.idle:g} W exceeds tdp {dev.tdp:g} W (set both tdp "
                         f"and idle)")
+    if dev.idle <= 0:
+        problems.append(f"{new_id}: idle power must be > 0 W (a powered board draws static power)")
     if dev.domain_size % dev.package_size:
         problems.append(f"{new_id}: package_size {dev.package_size} does not divide domain_size "
                         f"{dev.domain_size} (set both)")

@@ -13,6 +13,8 @@ dimension      SI unit      accepted unit strings
 ``flops``      FLOP/s       FLOP/s GFLOP/s TFLOP/s PFLOP/s EFLOP/s, OP/s TOP/s POP/s (integer ops)
 ``power``      W            W kW MW
 ``time``       s            s ms us µs ns
+``energy_per_byte``  J/B    J/B nJ/B pJ/B, per bit: pJ/bit nJ/bit (x 8)
+``energy_per_flop``  J/FLOP J/FLOP nJ/FLOP pJ/FLOP fJ/FLOP (also /OP)
 ``count``      1            no unit
 =============  ===========  =====================================================
 """
@@ -45,6 +47,11 @@ def _build_table() -> dict[str, tuple[str, float]]:
         table[f"{p}B/s"] = ("bandwidth", f)
     table.update({"s": ("time", 1.0), "ms": ("time", 1e-3), "us": ("time", 1e-6),
                   "µs": ("time", 1e-6), "ns": ("time", 1e-9)})
+    for p, f in (("", 1.0), ("n", 1e-9), ("p", 1e-12), ("f", 1e-15)):
+        table[f"{p}J/B"] = ("energy_per_byte", f)
+        table[f"{p}J/bit"] = ("energy_per_byte", 8.0 * f)
+        table[f"{p}J/FLOP"] = ("energy_per_flop", f)
+        table[f"{p}J/OP"] = ("energy_per_flop", f)
     table.pop("W", None)
     table["W"] = ("power", 1.0)
     return table
@@ -54,6 +61,7 @@ UNITS = _build_table()
 _NUM = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(\S*)\s*$")
 
 SI_UNIT = {"bytes": "B", "bandwidth": "B/s", "flops": "FLOP/s", "power": "W", "time": "s",
+           "energy_per_byte": "J/B", "energy_per_flop": "J/FLOP",
            "count": "1", "fraction": "1"}
 
 

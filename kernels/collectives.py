@@ -198,6 +198,22 @@ def allreduce_time(hw, n, nbytes):
 
 
 @scalar_jit
+def allreduce_bytes(alg, n, nbytes):
+    """Bytes [B] one device sends in an all-reduce of ``nbytes`` over ``n`` devices by algorithm
+    ``alg`` (of :func:`allreduce_time`): the bandwidth term of the table above, which the
+    interconnect's energy per byte prices  [model.md section 9]."""
+    if alg == ALG_NONE or n <= 1.0:
+        return 0.0
+    if alg == ALG_TREE:
+        return 2.0 * nbytes
+    if alg == ALG_ONESHOT:
+        return (n - 1.0) * nbytes
+    if alg == ALG_SWITCH:
+        return (n + 1.0) / n * nbytes
+    return 2.0 * (n - 1.0) / n * nbytes  # ring, two-shot
+
+
+@scalar_jit
 def alltoall_time(hw, span, ranks, nbytes):
     """All-to-all among ``ranks`` devices of a group spanning ``span`` contiguous devices, each
     sending ``nbytes`` in total to the others  [model.md eq. (10)]: one round of concurrent sends

@@ -1,5 +1,5 @@
-"""What every serving mode shares after its own timing: the capacity rule, power of a phase, the
-decode step's diagnostics and the stored metrics  [model.md sections 9-11]."""
+"""What every serving mode shares after its own timing: the capacity rule, the decode step's
+diagnostics and the stored metrics  [model.md sections 9-11]."""
 
 from __future__ import annotations
 
@@ -12,11 +12,8 @@ from kernels.roofline import (
     H_CFIX,
     H_HC,
     H_HOSTP,
-    H_IDLE,
     H_JIT,
-    H_OV,
     H_OVI,
-    H_TDP,
     L_DP,
     L_EP,
     L_OFF,
@@ -65,22 +62,15 @@ def max_sequences(geo, hw, ly, per_seq, act_dev):
 
 
 @scalar_jit
-def phase_power(hw, busy, duration):
-    """Accelerator power [W] of a phase busy ``busy`` of ``duration`` seconds at the achievable
-    rate of its binding resource: idle + (TDP - idle) U, U = min(1, busy / duration)
-    [model.md section 9]."""
-    util = min(1.0, busy / duration)
-    return hw[H_IDLE] + (hw[H_TDP] - hw[H_IDLE]) * util
-
-
-@scalar_jit
 def decode_bound(hw, t_comp, t_mem, ts, td, th, d, rounds, t_ovh, t_stage, flops, traffic):
     """``bound`` and ``latency_cov`` of a decode step (pass ``d`` of :func:`pass_fixed`)
     [model.md section 10]."""
     top = max(t_comp, t_mem)
-    exposed = d.t_comm - hw[H_OV] * min(d.t_comm, top) + d.t_hops / rounds
+    # the whole communication time competes with the busy time: when it is overlapped, the longer
+    # of the two sets the step; when it is not, the larger part is still the binding one
+    comm = d.t_comm + d.t_hops / rounds
     overheads = t_ovh + hw[H_OVI] / rounds
-    if top >= exposed and top >= overheads:
+    if top >= comm and top >= overheads:
         if t_comp >= t_mem:
             bound = 0.0
         elif ts >= td and ts >= th:
@@ -89,7 +79,7 @@ def decode_bound(hw, t_comp, t_mem, ts, td, th, d, rounds, t_ovh, t_stage, flops
             bound = 2.0
         else:
             bound = 3.0
-    elif exposed >= overheads:
+    elif comm >= overheads:
         bound = 4.0
     else:
         bound = 5.0

@@ -27,7 +27,9 @@ HW_FIELDS = (
     "peer_links",           # direct links the scale-up bandwidth splits over; 0 = switched fabric
     "switch_efficiency",    # in-switch all-reduce (NVLS): achievable fraction; 0 = none
     "tdp", "idle", "host_power",                            # [W] per device
+    "energy_sram", "energy_dram", "energy_host", "energy_link",  # [J/B] moved, per device
     "capacity_fraction", "jitter",
+    "spatial_layers",  # 1 = each layer of a stage on its own region of the device (section 7)
     # engine
     "layer_overhead", "iteration_overhead", "request_overhead",  # [s]
     "comm_bytes", "collective_overhead", "comm_overlap",     # [B], [s] per library call, [1]
@@ -48,7 +50,8 @@ HW_FIELDS = (
 )
 
 #: platform x precision table fields (third axis of the (platform, precision, field) table)
-PX_FIELDS = ("peak", "eff_prefill", "eff_decode", "kv_factor", "weight_factor")
+PX_FIELDS = ("peak", "eff_prefill", "eff_decode", "kv_factor", "weight_factor",
+             "energy_flop")  # [J/FLOP] of the precision's compute dtype
 
 #: model table columns (parameter and element counts, see grids.models.ModelArch)
 MODEL_FIELDS = (

@@ -22,8 +22,10 @@ from collections import namedtuple
 import numpy as np
 
 from kernels.accelerate import scalar_jit
-from kernels.collectives import allreduce_time, alltoall_time, hops_time
+from kernels.dataflow import layer_pipeline_times
+from kernels.collectives import allreduce_bytes, allreduce_time, alltoall_time, hops_time
 from kernels.params import BOUND_INFEASIBLE, HW, LY, MD, PR, PX, M, R
+from kernels.power import moved_energy
 
 # column indices as module constants (numba freezes globals at compile time)
 H_T0C, H_T0B, H_T0E, H_T0K = (HW["tier0_capacity"], HW["tier0_bandwidth"],
@@ -34,7 +36,7 @@ H_T2C, H_T2B, H_T2E, H_T2K = (HW["tier2_capacity"], HW["tier2_bandwidth"],
                               HW["tier2_efficiency"], HW["tier2_kind"])
 H_HC, H_HB, H_HE = HW["host_capacity"], HW["host_bandwidth"], HW["host_efficiency"]
 H_TDP, H_IDLE, H_HOSTP = HW["tdp"], HW["idle"], HW["host_power"]
-H_CAPF, H_JIT = HW["capacity_fraction"], HW["jitter"]
+H_CAPF, H_JIT, H_SPAT = HW["capacity_fraction"], HW["jitter"], HW["spatial_layers"]
 H_OVL, H_OVI, H_OVR = HW["layer_overhead"], HW["iteration_overhead"], HW["request_overhead"]
 H_CB, H_OV = HW["comm_bytes"], HW["comm_overlap"]
 H_BCAP, H_CHUNK, H_PADS = HW["max_batch"], HW["prefill_chunk"], HW["pads_heads"]
@@ -45,6 +47,7 @@ H_CHP, H_MIX, H_BLK, H_RES = (HW["chunked_prefill"], HW["mixed_batching"], HW["k
 
 X_PEAK, X_EPRE, X_EDEC, X_GKV, X_GW = (PX["peak"], PX["eff_prefill"], PX["eff_decode"],
                                        PX["kv_factor"], PX["weight_factor"])
+X_EFLOP = PX["energy_flop"]
 
 M_L, M_D, M_V = MD["n_layers"], MD["d_model"], MD["vocab_size"]
 M_PLIN, M_PATT, M_PHEAD, M_PEMB, M_PEXP = (MD["params_linear"], MD["params_attention"],
@@ -91,7 +94,7 @@ Geometry = namedtuple("Geometry", (
 #: the KV-independent parts of forward passes, from :func:`pass_fixed`
 Pass = namedtuple("Pass", (
     "flops_w", "flops_exp", "experts_read", "act_traffic", "host_traffic", "place", "t_comm",
-    "t_a2a", "t_hops", "r_imb"))
+    "t_a2a", "t_hops", "r_imb", "link_bytes"))
 
 # ------------------------------------------------------------------------------------------------
 # scalar building blocks
@@ -118,7 +121,8 @@ def ep_imbalance(assignments, ep):
     ``assignments`` token-to-expert assignments land uniformly on ``ep`` ranks: the loads are
     multinomial with mean n/ep and sigma = sqrt(n (1/ep)(1 - 1/ep)). The expected maximum of ep such
     loads is approximated by the Gumbel limit mean + sigma sqrt(2 ln ep), its standard deviation by
-    sigma pi / sqrt(12 ln ep)  [model.md eq. (12)]. The factor is capped at ep (all load on one rank).
+    sigma pi / sqrt(12 ln ep)  [model.md eq. (12)], and at least ceil(n/ep): loads are whole
+    assignments. The factor is capped at ep (all load on one rank).
     Returns (factor >= 1, relative std of the maximum).
     """
     if ep <= 1.0 or assignments <= 0.0:
@@ -126,10 +130,59 @@ def ep_imbalance(assignments, ep):
     mean = assignments / ep
     sigma = math.sqrt(assignments * (1.0 / ep) * (1.0 - 1.0 / ep))
     lg = math.log(ep)
-    emax = mean + sigma * math.sqrt(2.0 * lg)
+    # loads are whole assignments: the busiest rank holds at least ceil(n / ep) of them (the
+    # Gumbel limit falls below one assignment when n < ep)
+    emax = max(mean + sigma * math.sqrt(2.0 * lg), math.ceil(mean))
     factor = min(emax / mean, ep)
     smax = sigma * math.pi / math.sqrt(12.0 * lg)
     return factor, smax / (factor * mean)
+
+
+@scalar_jit
+def rank_experts_fraction(tokens, k, e, ep, imb):
+    """Expected fraction of the busiest EP rank's experts that ``tokens`` tokens (each routed to
+    k of the E experts) touch, the rank receiving ``imb`` times its mean share of assignments.
+
+    ep = 1: the whole model's fraction u(T) of eq. (7). ep > 1: the rank holds e_r = E/ep experts
+    and receives n_max = imb T k / ep assignments, each to one of them uniformly, so it touches
+    e_r (1 - (1 - 1/e_r)^n_max) of them [model.md section 6]; with one expert per rank any
+    assignment reads it whole.
+    """
+    if ep <= 1.0:
+        return experts_touched_fraction(tokens, k, e)
+    if e <= 0.0 or tokens <= 0.0:
+        return 0.0
+    per_rank = e / ep
+    if per_rank <= 1.0:
+        return 1.0
+    n_max = imb * tokens * k / ep
+    return 1.0 - math.exp(n_max * math.log1p(-1.0 / per_rank))
+
+
+@scalar_jit
+def alltoall_bytes(own_tokens, all_tokens, k, d, cbytes, ep, tp, imb):
+    """Bytes the busiest EP rank moves in one all-to-all (dispatch or combine) [model.md eq. (10)].
+
+    A rank sends the k assignments of its own ``own_tokens`` tokens, (ep-1)/ep of them to other
+    ranks, and receives the ``imb`` x mean share of all ``all_tokens`` tokens' assignments routed
+    to it, (ep-1)/ep of them from other ranks; links are full duplex, so the larger of the two
+    sets the time. Each element is ``cbytes`` wide, hidden size ``d``, split over ``tp``.
+    """
+    off_rank = (ep - 1.0) / ep
+    sent = own_tokens * k * off_rank
+    received = imb * all_tokens * k / ep * off_rank
+    return max(sent, received) * d * cbytes / tp
+
+
+@scalar_jit
+def sram_only(hw):
+    """True when every placement tier of the device (capacity > 0) is on-chip SRAM (Groq LPU,
+    Cerebras wafer, Graphcore IPU): such parts run the layers as a statically scheduled spatial
+    pipeline and stream the prompt through it [model.md section 3 (4)]."""
+    dram0 = hw[H_T0C] > 0.0 and hw[H_T0K] > 0.5
+    dram1 = hw[H_T1C] > 0.0 and hw[H_T1K] > 0.5
+    dram2 = hw[H_T2C] > 0.0 and hw[H_T2K] > 0.5
+    return not (dram0 or dram1 or dram2)
 
 
 @scalar_jit
@@ -187,7 +240,7 @@ def stage_time(t_comp, t_mem, t_comm, overlap, t_ovh):
 def _put_segment(hw, size, traffic, factor, st):
     """Place one segment of ``size`` bytes (``traffic`` bytes of it moved, at ``factor`` of the
     tiers' achievable bandwidth) fastest tier first, continuing the placement state ``st``."""
-    free0, free1, free2, t_sram, t_dram, t_peak, spill, spill_traffic = st
+    free0, free1, free2, t_sram, t_dram, t_peak, spill, spill_traffic, b_sram, b_dram = st
     if size <= 0.0:
         return st
     rate = traffic / size
@@ -215,12 +268,14 @@ def _put_segment(hw, size, traffic, factor, st):
         t_peak += moved / bw
         if kind < 0.5:
             t_sram += moved / (bw * eff * factor)
+            b_sram += moved
         else:
             t_dram += moved / (bw * eff * factor)
+            b_dram += moved
     if remaining > 0.0:
         spill += remaining
         spill_traffic += remaining * rate
-    return free0, free1, free2, t_sram, t_dram, t_peak, spill, spill_traffic
+    return free0, free1, free2, t_sram, t_dram, t_peak, spill, spill_traffic, b_sram, b_dram
 
 
 @scalar_jit
@@ -232,7 +287,8 @@ def place_begin(hw, seg0, seg1, tr0, tr1, seg_stored, g_w):
     moved in the phase; weights stream at ``g_w`` of the tiers' bandwidth. Returns the placement
     state (free bytes per tier, times so far, spill so far) for :func:`place_end`."""
     capf = hw[H_CAPF]
-    st = (hw[H_T0C] * capf, hw[H_T1C] * capf, hw[H_T2C] * capf, 0.0, 0.0, 0.0, 0.0, 0.0)
+    st = (hw[H_T0C] * capf, hw[H_T1C] * capf, hw[H_T2C] * capf, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+          0.0)
     st = _put_segment(hw, seg0, tr0, g_w, st)
     st = _put_segment(hw, seg1, tr1, g_w, st)
     return _put_segment(hw, seg_stored, 0.0, 1.0, st)
@@ -245,12 +301,14 @@ def place_end(hw, st, seg_kv, seg_act, tr_kv, tr_act, host_bytes, host_traffic, 
     then the host tier. Bytes that do not fit the device tiers spill to the host tier only when
     ``allow_spill``; ``host_bytes`` / ``host_traffic`` are placed there by the offload fraction.
     Returns (reason code: 0, memory or host_capacity; t_sram, t_dram, t_host, time at peak
-    bandwidth, host-resident bytes)."""
+    bandwidth, host-resident bytes, bytes moved in SRAM tiers, in DRAM tiers, over the host
+    link)."""
     st = _put_segment(hw, seg_kv, tr_kv, g_kv, st)
     st = _put_segment(hw, seg_act, tr_act, 1.0, st)
-    _, _, _, t_sram, t_dram, t_peak, spill, spill_traffic = st
+    _, _, _, t_sram, t_dram, t_peak, spill, spill_traffic, b_sram, b_dram = st
     code = 0
     t_host = 0.0
+    b_host = 0.0
     total_host = host_bytes + spill
     if spill > 0.0 and not allow_spill:
         code = R_MEMORY
@@ -258,10 +316,10 @@ def place_end(hw, st, seg_kv, seg_act, tr_kv, tr_act, host_bytes, host_traffic, 
         if hw[H_HC] <= 0.0 or total_host > hw[H_HC]:
             code = R_HOSTCAP
         else:
-            moved = host_traffic + spill_traffic
-            t_host = moved / (hw[H_HB] * hw[H_HE])
-            t_peak += moved / hw[H_HB]
-    return code, t_sram, t_dram, t_host, t_peak, total_host
+            b_host = host_traffic + spill_traffic
+            t_host = b_host / (hw[H_HB] * hw[H_HE])
+            t_peak += b_host / hw[H_HB]
+    return code, t_sram, t_dram, t_host, t_peak, total_host, b_sram, b_dram, b_host
 
 
 # ------------------------------------------------------------------------------------------------
@@ -380,7 +438,8 @@ def pass_fixed(geo, hw, md, px, pr, ly, g_tok, b_tok, g_heads, n_pass):
     ``g_heads`` of those producing logits. A decode step of ``g`` sequences verifying ``q`` tokens
     each has ``g_tok = g q``; a prompt of ``S`` tokens ``g_tok = S``, ``g_heads = 1``; a mixed
     iteration the sum  [model.md sections 6-8]. The weights are read once per pass, the tokens
-    and their collectives are those of all passes together."""
+    are those of all passes together, and each pass runs its own collectives on its share of the
+    tokens (the bytes add up, the per-call costs and latencies are paid per pass)."""
     tp = ly[L_TP]
     pp = ly[L_PP]
     ep = ly[L_EP]
@@ -388,7 +447,7 @@ def pass_fixed(geo, hw, md, px, pr, ly, g_tok, b_tok, g_heads, n_pass):
     topk = md[M_TOPK]
     assign = b_tok * topk
     imb, r_imb = ep_imbalance(assign, ep)
-    u = experts_touched_fraction(b_tok * imb, topk, md[M_NEXP])
+    u = rank_experts_fraction(b_tok, topk, md[M_NEXP], ep, imb)
     flops_dense = 2.0 * (g_tok * geo.p_lin * geo.sf + g_heads * geo.w_read_end / pr[P_EB]) / tp
     flops_exp = 2.0 * (assign / ep) * imb * md[M_PEXP] * geo.moe_stage / tp
     experts_read = geo.experts_on * u * n_pass
@@ -397,30 +456,42 @@ def pass_fixed(geo, hw, md, px, pr, ly, g_tok, b_tok, g_heads, n_pass):
     place = place_begin(hw, geo.dense_read_on, geo.experts_on, geo.dense_read_on * n_pass,
                         experts_read, geo.stored_on, px[X_GW])
     msg = g_tok * md[M_D] * geo.cbytes
+    t_ar, alg = allreduce_time(hw, tp, msg / n_pass)
+    # bytes the device sends (section 9's link energy): its all-reduces, all-to-alls and the hop
+    # of the micro-batch's activations to the next stage
+    link_bytes = 2.0 * geo.stage_layers * n_pass * allreduce_bytes(alg, tp, msg / n_pass)
     t_a2a = 0.0
     if ep > 1.0:
-        a2a = g_tok * topk * md[M_D] * geo.cbytes * (ep - 1.0) / ep * imb / tp
-        t_a2a = 2.0 * geo.moe_stage * alltoall_time(hw, tp * ep, ep, a2a)
-    t_ar, _ = allreduce_time(hw, tp, msg)
-    t_comm = 2.0 * geo.stage_layers * t_ar + t_a2a
+        a2a = alltoall_bytes(g_tok, b_tok, topk, md[M_D], geo.cbytes, ep, tp, imb)
+        t_a2a = 2.0 * geo.moe_stage * n_pass * alltoall_time(hw, tp * ep, ep, a2a / n_pass)
+        link_bytes += 2.0 * geo.moe_stage * a2a
+    t_comm = 2.0 * geo.stage_layers * n_pass * t_ar + t_a2a
     t_hops = hops_time(hw, pp, tp * ep, msg)
+    if pp > 1.0:
+        link_bytes += msg
     return Pass(flops_dense + flops_exp, flops_exp, experts_read, act_traffic, host_traffic, place,
-                t_comm, t_a2a, t_hops, r_imb)
+                t_comm, t_a2a, t_hops, r_imb, link_bytes)
 
 
 @scalar_jit
-def pass_time(geo, hw, px, ly, p, kv_dev, act_dev, kv_traffic, t_comp, n_pass):
+def pass_time(geo, hw, px, ly, p, kv_dev, act_dev, kv_traffic, t_comp, n_pass, seqs):
     """Time of the passes ``p`` (:func:`pass_fixed`) on the busiest stage, given the resident KV
     cache and activations [B], the KV bytes moved and the compute time [s]: placement and memory
-    time (eq. (8)), then the stage pass (section 5). Returns (reason code: 0, memory or
-    host_capacity; stage time, memory time, SRAM, DRAM and host-link times, time at peak
-    bandwidth, host-resident bytes)."""
-    code, ts, td, th, tpk, host_total = place_end(
+    time (eq. (8)), then the stage pass (section 5). ``seqs`` > 0: a decode pass of that many
+    sequences, which on a device with ``spatial_layers`` crosses the stage's layer regions in
+    turn (section 7). Returns (reason code: 0, memory or host_capacity; stage time, compute and
+    memory time, SRAM, DRAM and host-link times, time at peak bandwidth, host-resident bytes,
+    energy of the bytes the passes move on the device [J]: section 9)."""
+    code, ts, td, th, tpk, host_total, b_sram, b_dram, b_host = place_end(
         hw, p.place, kv_dev, act_dev, kv_traffic, p.act_traffic, geo.host_bytes,
         p.host_traffic, ly[L_SPILL] > 0.5, px[X_GKV])
     t_mem = ts + td + th
+    if hw[H_SPAT] > 0.5 and seqs > 0.0:  # a weight-stationary layer pipeline: section 7
+        t_comp, t_mem = layer_pipeline_times(t_comp, t_mem, p.place[3] + p.place[4],
+                                             geo.stage_layers, seqs)
     t_stage = stage_time(t_comp, t_mem, p.t_comm, hw[H_OV], geo.t_ovh * n_pass)
-    return code, t_stage, t_mem, ts, td, th, tpk, host_total
+    e_move = moved_energy(hw, b_sram, b_dram, b_host, p.link_bytes)
+    return code, t_stage, t_comp, t_mem, ts, td, th, tpk, host_total, e_move
 
 
 @scalar_jit

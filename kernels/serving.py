@@ -30,7 +30,8 @@ from __future__ import annotations
 import math
 
 from kernels.accelerate import called_jit, scalar_jit
-from kernels.metrics import decode_bound, max_sequences, phase_power, store_metrics
+from kernels.metrics import decode_bound, max_sequences, store_metrics
+from kernels.power import activity_power
 from kernels.roofline import (
     H_BLK,
     H_CHP,
@@ -69,6 +70,7 @@ from kernels.roofline import (
     P_KVB,
     R_SATURATED,
     X_EDEC,
+    X_EFLOP,
     X_EPRE,
     X_PEAK,
     kv_bytes_dev,
@@ -76,6 +78,7 @@ from kernels.roofline import (
     pass_fixed,
     pass_time,
     spec_tau,
+    sram_only,
     store_infeasible,
     window_mean_length,
     window_pairs,
@@ -98,10 +101,12 @@ def iteration(geo, hw, md, px, pr, ly, n_dec, q, c_tok, context, k_p, c_mean, c_
     """One iteration: ``n_dec`` decoding sequences verifying ``q`` tokens each and ``c_tok``
     prompt tokens (chunks of prompts of ``context`` tokens served in ``k_p`` iterations each) in
     one forward pass through the pipeline. Returns (reason code, iteration time [s], then per
-    iteration on the busiest device: busy time [s], FLOPs, bytes moved [B], time at peak
-    bandwidth [s]; then per micro-batch pass the FLOPs and bytes, t_comp, t_mem, SRAM/DRAM/host
-    times, the stage pass time, the pass tuple and the micro-batch rounds: the decode
-    diagnostics' inputs; last the host-resident bytes)."""
+    iteration on the busiest device: energy [J] (section 9), FLOPs, bytes moved [B], time at
+    peak bandwidth [s]; then per micro-batch pass the FLOPs and bytes, t_comp, t_mem,
+    SRAM/DRAM/host times, the stage pass time, the pass tuple and the micro-batch rounds: the
+    decode diagnostics' inputs; last the host-resident bytes). A decode-only pass on a device
+    with ``spatial_layers`` crosses its layer regions in turn (section 7); a pass that carries
+    prompt tokens fills the regions with them, like a static prefill."""
     tp = ly[L_TP]
     pp = ly[L_PP]
     ep = ly[L_EP]
@@ -127,13 +132,15 @@ def iteration(geo, hw, md, px, pr, ly, n_dec, q, c_tok, context, k_p, c_mean, c_
     peak = px[X_PEAK]
     t_comp = ((p.flops_w * share_dec + attn_dec) / (peak * px[X_EDEC])
               + (p.flops_w * (1.0 - share_dec) + attn_pre) / (peak * px[X_EPRE]))
-    code, t_stage, t_mem, ts, td, th, tpk, host = pass_time(geo, hw, px, ly, p, kv_dev, act_dev,
-                                                            kv_traffic, t_comp, 1.0)
+    seqs = g_d if c_tok <= 0.0 else 0.0
+    code, t_stage, t_comp, t_mem, ts, td, th, tpk, host, e_move = pass_time(
+        geo, hw, px, ly, p, kv_dev, act_dev, kv_traffic, t_comp, 1.0, seqs)
     rounds = max(m, pp)
     t_it = rounds * t_stage + p.t_hops + hw[H_OVI]
     flops = p.flops_w + attn_dec + attn_pre
     traffic = geo.dense_read_on + p.experts_read + kv_traffic + p.act_traffic + p.host_traffic
-    return (code, t_it, max(t_comp, t_mem) * m, flops * m, traffic * m, tpk * m, flops, traffic,
+    energy = flops * px[X_EFLOP] + e_move
+    return (code, t_it, energy * m, flops * m, traffic * m, tpk * m, flops, traffic,
             t_comp, t_mem, ts, td, th, t_stage, p, rounds, host)
 
 
@@ -143,7 +150,7 @@ def round_passes(geo, hw, md, px, pr, ly, n_dec, c_tok, context, k_p, c_mean, c_
     """An iteration of ``n_dec`` decoding requests beside ``c_tok`` prompt tokens in one pass; where
     the engine drafts (and requests decode), a speculative round: the verification of k_s + 1
     tokens each plus k_s draft steps of c_d plain decode steps. Returns (the plain decode step's
-    :func:`iteration` tuple (diagnostics), then the round's time [s], busy time [s], FLOPs,
+    :func:`iteration` tuple (diagnostics), then the round's time [s], energy [J], FLOPs,
     bytes and time at peak bandwidth [s], all per iteration on the busiest device)."""
     k = hw[H_SPK]
     if k > 0.0 and n_dec > 0.0:
@@ -166,7 +173,7 @@ def prompt_iteration(geo, hw, md, px, pr, ly, mixed, n_dec, c_tok, context, k_p,
                      kv_dev, act_dev, dec, d_dec):
     """An iteration that carries ``c_tok`` prompt tokens beside ``n_dec`` decoding requests:
     one pass (``mixed``), or a prefill pass of its own then the decode pass (``dec`` when it is
-    of ``d_dec`` requests). Returns (code, time, busy, FLOPs, bytes, peak time, the time after
+    of ``d_dec`` requests). Returns (code, time, energy, FLOPs, bytes, peak time, the time after
     the prompts' first tokens)."""
     if mixed:
         v = round_passes(geo, hw, md, px, pr, ly, n_dec, c_tok, context, k_p, c_mean, c_win,
@@ -222,7 +229,7 @@ def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act
     concurrency); ``collide``: include the wait of prompts that arrive together (a closed loop;
     at a request rate the Poisson waits of :func:`rate_waits` replace it). Returns (code,
     requests per second, TTFT without queueing [s], TPOT [s], mean iteration [s], E[t^2] of the
-    iterations [s^2], busy time, FLOPs, time at peak bandwidth and bytes per mean iteration on
+    iterations [s^2], energy [J], FLOPs, time at peak bandwidth and bytes per mean iteration on
     the busiest device, the decode step's bound and latency_cov, the budget's utilisation and
     the time a prompt holds the budget [s], 1 if the budget saturates (else 0), the
     host-resident bytes)."""
@@ -303,7 +310,7 @@ def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act
     if dit[0] != 0:
         return (dit[0], NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
                 NAN)
-    t_dec, busy_dec, fl_dec, tr_dec, pk_dec = dec[1], dec[2], dec[3], dec[4], dec[5]
+    t_dec, en_dec, fl_dec, tr_dec, pk_dec = dec[1], dec[2], dec[3], dec[4], dec[5]
     # whole prompts beside the decodes: how many fit an iteration
     room1 = budget - (conc - 1.0) * q_tok if mixed else budget
     n_max = math.floor(room1 / s) if room1 < math.inf else 1e9
@@ -324,7 +331,7 @@ def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act
                                   (anchor + 1.0) * s, context, 1.0, c_mean, c_win, kv_dev,
                                   act_dev, dec, d_dec)
         else:  # a further prompt takes a prompt iteration in place of a decode-only one
-            p2 = (p1[0], 2.0 * p1[1] - t_dec, 2.0 * p1[2] - busy_dec, 2.0 * p1[3] - fl_dec,
+            p2 = (p1[0], 2.0 * p1[1] - t_dec, 2.0 * p1[2] - en_dec, 2.0 * p1[3] - fl_dec,
                   2.0 * p1[4] - tr_dec, 2.0 * p1[5] - pk_dec, p1[6])
         code = p1[0] if p1[0] != 0 else p2[0]
         t_mix = p1[1] - (anchor - 1.0) * (p2[1] - p1[1])  # an iteration of one prompt
@@ -381,7 +388,7 @@ def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act
     t1, t2 = p1[1], p2[1]
     t_mean = a0 * t_dec + a1 * t1 + a2 * (t2 - t1)
     t_sq = a0 * t_dec * t_dec + a1 * t1 * t1 + a2 * (t2 * t2 - t1 * t1)
-    busy = a0 * busy_dec + a1 * p1[2] + a2 * (p2[2] - p1[2])
+    energy = a0 * en_dec + a1 * p1[2] + a2 * (p2[2] - p1[2])
     flops = a0 * fl_dec + a1 * p1[3] + a2 * (p2[3] - p1[3])
     traffic = a0 * tr_dec + a1 * p1[4] + a2 * (p2[4] - p1[4])
     peak_t = a0 * pk_dec + a1 * p1[5] + a2 * (p2[5] - p1[5])
@@ -406,7 +413,7 @@ def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act
     bound, cov = decode_bound(hw, dit[8], dit[9], dit[10], dit[11], dit[12], dit[14], dit[15],
                               geo.t_ovh, dit[13], dit[6], dit[7])
     rho_b = requests * hold
-    return (0, requests, ttft, tpot, t_mean, t_sq, busy, flops, peak_t, traffic, bound, cov,
+    return (0, requests, ttft, tpot, t_mean, t_sq, energy, flops, peak_t, traffic, bound, cov,
             rho_b, hold, 1.0 if saturated else 0.0, dit[16])
 
 
@@ -528,10 +535,17 @@ def continuous_point(geo, hw, md, px, pr, ly, batch, context, output_len, rate_m
     kv_seq = kv_bytes_dev(geo, md, pr, x_res)
     logit_seq = md[M_V] * 4.0 / tp
     act_tok = hw[H_CHUNK] if hw[H_CHUNK] < math.inf else context
+    row = 0.0
+    if sram_only(hw):
+        # eq. (4): the prompt streams through the layer pipeline, a layer holds one row per
+        # sequence in flight instead of a pass's activations (counted with each sequence)
+        row = geo.act_per_token_layer * pr[P_AB]
+        logit_seq += row / tp
+        act_tok = 0.0
     act_fixed = act_tok * geo.act_per_token_layer * pr[P_AB] / tp
     c_max = max_sequences(geo, hw, ly, kv_seq + logit_seq, act_fixed)
     # eq. (14) per request in flight, and once for the weights and one pass's activations
-    replica_seq = kv_elems(md, x_res) * pr[P_KVB] + md[M_V] * 4.0
+    replica_seq = kv_elems(md, x_res) * pr[P_KVB] + md[M_V] * 4.0 + row
     replica_fix = geo.w_replica + act_tok * geo.act_per_token_layer * pr[P_AB]
     conc = min(batch, c_max) if not rate_mode else 1.0
     n_seq = batch if not rate_mode and batch < math.inf else conc
@@ -592,7 +606,7 @@ def continuous_point(geo, hw, md, px, pr, ly, batch, context, output_len, rate_m
             min_dev = math.ceil((replica_fix + conc * replica_seq) / geo.dev_cap)
     elif conc < batch < math.inf:  # requests beyond the maximum concurrency wait for a slot
         wait = (batch - conc) / st[1]  # (batch = inf asks for the maximum load itself)
-    (_, requests, ttft, tpot, t_mean, t_sq, busy, flops, peak_t, traffic, bound, cov, rho_b,
+    (_, requests, ttft, tpot, t_mean, t_sq, energy, flops, peak_t, traffic, bound, cov, rho_b,
      hold, saturated, host_total) = st
     ttft += wait
     e2e = ttft + (output_len - 1.0) * tpot
@@ -607,7 +621,7 @@ def continuous_point(geo, hw, md, px, pr, ly, batch, context, output_len, rate_m
             out[o_e, j] = e2e + w
         ttft += extra
         e2e += extra
-    power_dev = phase_power(hw, busy, t_mean)
+    power_dev = activity_power(hw, energy, t_mean)
     mem = geo.weights_dev + kv_dev + act_dev
     peak = px[X_PEAK]
     store_metrics(out, j, hw, ly, ttft, tpot, e2e, requests, power_dev, output_len, context,

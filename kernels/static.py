@@ -12,12 +12,8 @@ import math
 from collections import namedtuple
 
 from kernels.accelerate import called_jit, scalar_jit
-from kernels.metrics import (
-    decode_bound,
-    max_sequences,
-    phase_power,
-    store_metrics,
-)
+from kernels.metrics import decode_bound, max_sequences, store_metrics
+from kernels.power import activity_power
 from kernels.roofline import (
     H_CHUNK,
     H_OVI,
@@ -45,12 +41,14 @@ from kernels.roofline import (
     P_KVB,
     X_EDEC,
     X_EPRE,
+    X_EFLOP,
     X_PEAK,
     kv_bytes_dev,
     kv_elems,
     pass_fixed,
     pass_time,
     spec_tau,
+    sram_only,
     store_infeasible,
     window_mean_length,
     window_pairs,
@@ -94,9 +92,16 @@ def static_prompt(st, hw, md, px, pr, ly, batch, context):
     geo = st.geo
     tp = ly[L_TP]
     chunk = hw[H_CHUNK]
-    tokens_chunk = min(st.g_all * context, chunk)
+    if sram_only(hw):
+        # the prompt streams through the layer pipeline: a layer holds the rows of the tokens in
+        # flight, one per sequence, not a chunk's activations materialised between kernels
+        tokens_chunk = st.g_all
+        tokens_replica = batch
+    else:
+        tokens_chunk = min(st.g_all * context, chunk)
+        tokens_replica = min(batch * context, chunk)
     act_dev = tokens_chunk * geo.act_per_token_layer * pr[P_AB] / tp + st.logits_dev
-    act_replica = min(batch * context, chunk) * geo.act_per_token_layer * pr[P_AB]
+    act_replica = tokens_replica * geo.act_per_token_layer * pr[P_AB]
     n_chunks = max(1.0, math.ceil(st.g_m * context / chunk))
     pre = pass_fixed(geo, hw, md, px, pr, ly, st.g_m * context, st.b_m * context, st.g_m,
                      n_chunks)
@@ -111,7 +116,9 @@ def static_prompt(st, hw, md, px, pr, ly, batch, context):
 def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
     """One static batch of ``batch`` sequences that fits at once: (reason code, then ttft, tpot,
     e2e [s], device power in prefill and decode [W], memory per device, host bytes [B], then the
-    decode diagnostics: bound, arithmetic intensity, and mfu and mbu times the TPOT)."""
+    decode diagnostics: bound, arithmetic intensity, and mfu and mbu times the TPOT). Power
+    follows activity (section 9): the energy of the FLOPs and bytes of the busiest stage's
+    device over the phase."""
     geo = st.geo
     tp = ly[L_TP]
     pp = ly[L_PP]
@@ -130,44 +137,46 @@ def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
     kv_read = st.g_m * kv_mean * pr[P_KVB] * geo.kv_frac * geo.sf
     attn1 = st.g_m * (md[M_AFD] * c_mean + md[M_AWD] * c_win) * geo.sf * geo.a_pad / tp
     d = st.dec
+    e_flop = px[X_EFLOP]
     flops_dec = d.flops_w + attn1
-    t_comp = flops_dec / (peak * px[X_EDEC])
-    code, t_stage, t_mem, ts, td, th, tpk, host_total = pass_time(
-        geo, hw, px, ly, d, kv_dev, pt.act_dev, kv_read, t_comp, 1.0)
+    code, t_stage, t_comp, t_mem, ts, td, th, tpk, host_total, e_move = pass_time(
+        geo, hw, px, ly, d, kv_dev, pt.act_dev, kv_read, flops_dec / (peak * px[X_EDEC]), 1.0,
+        st.g_m)
     if code != 0:
         return code, NAN, NAN, NAN, NAN, NAN, mem_dev, host_total, NAN, NAN, NAN, NAN, NAN
     t_dec = st.rounds * t_stage + d.t_hops + hw[H_OVI]
     tpot = t_dec
-    busy_dec = max(t_comp, t_mem) * st.mb  # device busy time per generated token
+    e_step = flops_dec * e_flop + e_move  # one micro-batch's decode pass on the device [J]
+    energy_tok = e_step * st.mb  # device energy per generated token [J]
     flops_tok = flops_dec  # FLOPs and peak-bandwidth time per generated token (mfu, mbu)
     tpk_tok = tpk
     if hw[H_SPK] > 0.0:  # speculative decoding: a round verifies k_s + 1 tokens
         s = st.dec_spec
         flops_q = s.flops_w + attn1 * st.q_spec
-        t_comp_q = flops_q / (peak * px[X_EDEC])
-        _, t_stage_q, t_mem_q, _, _, _, tpk_q, _ = pass_time(
-            geo, hw, px, ly, s, kv_dev, pt.act_dev, kv_read, t_comp_q, 1.0)
+        _, t_stage_q, _, _, _, _, _, tpk_q, _, e_move_q = pass_time(
+            geo, hw, px, ly, s, kv_dev, pt.act_dev, kv_read, flops_q / (peak * px[X_EDEC]), 1.0,
+            st.g_m)
         t_dec_q = st.rounds * t_stage_q + s.t_hops + hw[H_OVI]
         tau = spec_tau(hw)
-        round_time = t_dec_q + hw[H_SPK] * hw[H_SPC] * t_dec
-        busy_dec = (max(t_comp_q, t_mem_q)
-                    + hw[H_SPK] * hw[H_SPC] * max(t_comp, t_mem)) * st.mb / tau
-        tpot = round_time / tau
-        flops_tok = (flops_q + hw[H_SPK] * hw[H_SPC] * flops_dec) / tau
-        tpk_tok = (tpk_q + hw[H_SPK] * hw[H_SPC] * tpk) / tau
+        drafts = hw[H_SPK] * hw[H_SPC]  # k_s draft steps at c_d of a target step each
+        tpot = (t_dec_q + drafts * t_dec) / tau
+        energy_tok = (flops_q * e_flop + e_move_q + drafts * e_step) * st.mb / tau
+        flops_tok = (flops_q + drafts * flops_dec) / tau
+        tpk_tok = (tpk_q + drafts * tpk) / tau
 
     # ---- prefill (TTFT): section 8
     p = pt.pre
-    t_comp_pre = (p.flops_w + pt.attn_pre) / (peak * px[X_EPRE])
-    _, t_stage_pre, t_mem_pre, _, _, _, _, _ = pass_time(
-        geo, hw, px, ly, p, kv_dev, pt.act_dev, pt.kv_write, t_comp_pre, pt.n_chunks)
+    flops_pre = p.flops_w + pt.attn_pre
+    _, t_stage_pre, _, _, _, _, _, _, _, e_move_pre = pass_time(
+        geo, hw, px, ly, p, kv_dev, pt.act_dev, pt.kv_write, flops_pre / (peak * px[X_EPRE]),
+        pt.n_chunks, 0.0)
     ttft = ((st.mb + pp - 1.0) * t_stage_pre + p.t_hops + pt.n_chunks * hw[H_OVI]
             + hw[H_OVR])
     e2e = ttft + (output_len - 1.0) * tpot
 
     # ---- power of each phase: section 9
-    p_pre = phase_power(hw, max(t_comp_pre, t_mem_pre) * st.mb, ttft)
-    p_dec = phase_power(hw, busy_dec, tpot)
+    p_pre = activity_power(hw, (flops_pre * e_flop + e_move_pre) * st.mb, ttft)
+    p_dec = activity_power(hw, energy_tok, tpot)
 
     # ---- diagnostics of the decode step: section 10
     traffic = geo.dense_read_on + d.experts_read + kv_read + d.act_traffic + d.host_traffic
@@ -192,7 +201,11 @@ def static_point(st, pt, hw, md, px, pr, ly, batch, context, output_len, out, j)
     min_dev = math.ceil(total_replica / geo.dev_cap) if geo.dev_cap > 0.0 else NAN
     # ---- the largest batch that runs at once: section 11
     per_seq = kv_bytes_dev(geo, md, pr, x_cap) + md[M_V] * 4.0 / tp
-    b_fit = max_sequences(geo, hw, ly, per_seq, pt.act_dev - st.logits_dev)
+    act_fixed = pt.act_dev - st.logits_dev
+    if sram_only(hw):  # eq. (4): one activation row per sequence, streamed
+        per_seq += geo.act_per_token_layer * pr[P_AB] / tp
+        act_fixed = 0.0
+    b_fit = max_sequences(geo, hw, ly, per_seq, act_fixed)
     n_w = 1.0
     b_run = batch
     if batch > b_fit and b_fit >= 1.0:

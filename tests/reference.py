@@ -30,8 +30,11 @@ that the page can say which is meant; the kernel agrees with each):
   payloads, the EP assignments (``phi``) and the experts they touch (``u``) scale too;
 * "the decode step" of sections 9 and 10 is ``t_dec(1)``: its FLOPs, traffic, ``t_comp``,
   ``t_mem``, ``t_peak``, stage pass and communication give ``arithmetic_intensity``, ``mfu``,
-  ``mbu``, ``bound`` and ``latency_cov`` (the decode power's busy time is a speculative
-  round's, section 9);
+  ``mbu``, ``bound`` and ``latency_cov`` (the decode power's activity is a speculative round's
+  over ``tau``, section 9);
+* the bytes a device sends (section 9's link energy) are each all-reduce's bandwidth term for the
+  algorithm that runs, the all-to-alls' bytes and one hop of the micro-batch's activations when
+  ``pp > 1`` (the power section names "bytes sent over the interconnect");
 * "expert bytes / all bytes" of section 10 is the "experts" traffic entry of section 7,
   ``(1 - off) W_exp u``, over every byte of the step, host traffic included.
 """
@@ -141,6 +144,17 @@ def chunk_keys(w: float, n: float) -> float:
     return q * w * (w + 1) / 2 + r * (r + 1) / 2
 
 
+def sram_only(hw: dict) -> bool:
+    """Section 3 (4): every placement tier with capacity is SRAM (the prompt streams through)."""
+    return all(hw[f"tier{i}_kind"] == 0 for i in range(N_TIERS) if hw[f"tier{i}_capacity"] > 0)
+
+
+def act_row(hw: dict, md: dict, pr: dict) -> float:
+    """Section 3 (4): on an SRAM-only part, one sequence's activation row over every layer of the
+    replica, streamed with it (0 elsewhere: a pass's activations are counted once)."""
+    return md["act_elems"] / md["n_layers"] * pr["act_bytes"] if sram_only(hw) else 0.0
+
+
 def sizes(hw: dict, md: dict, pr: dict, ly: dict, batch: float, context: float,
           output_len: float, inflight: bool) -> dict:
     """Section 3: head padding, the busiest pipeline stage, sequences per rank and the bytes per
@@ -188,9 +202,9 @@ def sizes(hw: dict, md: dict, pr: dict, ly: dict, batch: float, context: float,
     f_kv = kv_shard_fraction(md, tp)
     kv_dev = g * kv_elems(md, x_cap) * kvb * f_kv * sf
 
-    # (4) activations per device
-    chunk = hw["prefill_chunk"]
-    t_c = min(g * context, chunk)
+    # (4) activations per device: a chunk's worth, or on SRAM-only parts the streamed prompt's
+    # one row per sequence
+    t_c = g if sram_only(hw) else min(g * context, hw["prefill_chunk"])
     a_dev = (t_c * (md["act_elems"] / n_layers) * ab + g * md["vocab_size"] * 4) / tp
 
     return {"a_pad": a_pad, "p_lin": p_lin, "l_s": l_s, "sf": sf, "lm_s": lm_s,
@@ -209,7 +223,8 @@ def min_devices(hw: dict, md: dict, pr: dict, batch: float, context: float,
                + eb * (md["params_head"] + md["params_embed_only"])
                + wb * md["n_moe_layers"] * md["n_experts"] * md["params_expert"]
                + batch * kv_elems(md, x_cap) * kvb
-               + min(batch * context, hw["prefill_chunk"]) * (md["act_elems"] / md["n_layers"]) * ab
+               + (batch if sram_only(hw) else min(batch * context, hw["prefill_chunk"]))
+               * (md["act_elems"] / md["n_layers"]) * ab
                + batch * md["vocab_size"] * 4)
     usable = hw["capacity_fraction"] * sum(hw[f"tier{i}_capacity"] for i in range(N_TIERS))
     return float(math.ceil(replica / usable)), _near_integer(replica / usable)
@@ -227,7 +242,7 @@ def max_sequences(hw: dict, md: dict, pr: dict, ly: dict, sz: dict, x: float,
     if avail <= 0:
         return 0.0
     s_seq = (kv_elems(md, x) * pr["kv_bytes"] * kv_shard_fraction(md, ly["tp"]) * sz["sf"]
-             + md["vocab_size"] * 4 / ly["tp"])
+             + (md["vocab_size"] * 4 + act_row(hw, md, pr)) / ly["tp"])
     return min(hw["max_batch"], ly["ep"] * math.floor(avail / s_seq))
 
 
@@ -288,8 +303,9 @@ def memory_time(hw: dict, px: dict, placement: dict, traffic: dict, host_traffic
     it each holds; ``t_mem`` at achievable bandwidth (x segment factor), ``t_peak`` at peak."""
     g_seg = {"dense": px["weight_factor"], "exp": px["weight_factor"],
              "rest": px["weight_factor"], "kv": px["kv_factor"], "act": 1.0}
-    t_mem = t_peak = 0.0
+    t_mem = t_peak = t_weights = 0.0
     kinds = {"sram": 0.0, "dram": 0.0, "host": 0.0}
+    moved = {"sram": 0.0, "dram": 0.0, "host": 0.0}   # bytes per tier kind (section 9)
     host = host_traffic
     total = host_traffic
     for name, t in traffic.items():
@@ -305,14 +321,20 @@ def memory_time(hw: dict, px: dict, placement: dict, traffic: dict, host_traffic
             dt = bytes_i / (bw * hw[f"tier{i}_efficiency"] * g_seg[name])
             t_mem += dt
             t_peak += bytes_i / bw
-            kinds["sram" if hw[f"tier{i}_kind"] == 0 else "dram"] += dt
+            if name in ("dense", "exp"):
+                t_weights += dt   # the weights' device-tier time (section 7, layer pipeline)
+            kind = "sram" if hw[f"tier{i}_kind"] == 0 else "dram"
+            kinds[kind] += dt
+            moved[kind] += bytes_i
         host += t * in_host / size
     if host > 0:
         dt = host / (hw["host_bandwidth"] * hw["host_efficiency"])
         t_mem += dt
         t_peak += host / hw["host_bandwidth"]
         kinds["host"] += dt
-    return {"t_mem": t_mem, "t_peak": t_peak, "kinds": kinds, "traffic": total}
+        moved["host"] = host
+    return {"t_mem": t_mem, "t_peak": t_peak, "kinds": kinds, "traffic": total, "moved": moved,
+            "t_weights": t_weights}
 
 
 # --------------------------------------------------------------------------------------- section 5
@@ -352,8 +374,15 @@ def _torus_block(n: float, dims: int) -> list[float]:
 
 def allreduce(hw: dict, m: float, n: float) -> float:
     """(9): the all-reduce of ``m`` bytes over ``n`` devices the engine runs."""
+    return allreduce_run(hw, m, n)[0]
+
+
+def allreduce_run(hw: dict, m: float, n: float) -> tuple[float, float]:
+    """(9) and section 9: (time, bytes one device sends) of the all-reduce the engine runs; the
+    bytes are the algorithm's bandwidth term (ring and two-shot ``2 (n-1)/n m``, tree ``2 m``,
+    one-shot ``(n-1) m``, in-switch ``(n+1)/n m``)."""
     if n == 1:
-        return 0.0
+        return 0.0, 0.0
     name, bw, a, p = level(hw, n)
     b_n = usable_bandwidth(hw, bw, p, n)
     s = math.ceil(math.log2(n))
@@ -364,21 +393,23 @@ def allreduce(hw: dict, m: float, n: float) -> float:
         steps = 2 * sum(e - 1 for e in extents)
     else:
         steps = 2 * (n - 1)
-    library = [o + steps * a + 2 * (n - 1) / n * m / b_n]                        # ring
+    ring = 2 * (n - 1) / n * m
+    library = [(o + steps * a + ring / b_n, ring)]                                # ring
     if name == "scaleout":
-        library.append(o + 2 * s * a + 2 * m / b_n)                               # tree
+        library.append((o + 2 * s * a + 2 * m / b_n, 2 * m))                     # tree
     if (name == "domain" and p == 0 and hw["switch_efficiency"] > 0
             and hw["in_switch_overhead"] != math.inf):
-        library.append(hw["in_switch_overhead"] + 2 * a
-                       + (n + 1) / n * m / (hw["switch_efficiency"] * bw))       # in-switch
-    best = min(library)
+        up = (n + 1) / n * m
+        library.append((hw["in_switch_overhead"] + 2 * a
+                        + up / (hw["switch_efficiency"] * bw), up))               # in-switch
+    best = min(library, key=lambda c: c[0])   # the first of equal times, as the kernel keeps
     if (directly_connected(hw, name, p) and n <= hw["custom_ar_max_group"]
             and m <= hw["custom_ar_max_bytes"]):
         b_c = hw["custom_ar_efficiency"] * b_n
-        one = hw["custom_ar_overhead"] + s * a + (n - 1) * m / b_c
-        two = hw["custom_ar_overhead"] + 2 * s * a + 2 * (n - 1) / n * m / b_c
+        one = (hw["custom_ar_overhead"] + s * a + (n - 1) * m / b_c, (n - 1) * m)
+        two = (hw["custom_ar_overhead"] + 2 * s * a + ring / b_c, ring)
         if hw["fastest_collective"] == 1:
-            return min(best, one, two)
+            return min((best, one, two), key=lambda c: c[0])
         limit = math.inf if n <= 2 else (hw["oneshot_max_bytes"] if n <= 4
                                          else hw["oneshot_max_bytes_large"])
         return one if m < limit else two
@@ -393,18 +424,30 @@ def alltoall(hw: dict, m: float, span: float, ep: float) -> float:
 
 
 def collectives(hw: dict, md: dict, pr: dict, ly: dict, sz: dict, g_pass: float,
-                phi: float) -> dict:
+                phi: float, b_pass: float, passes: float = 1.0) -> dict:
     """(10) per stage pass: ``2 L_s`` all-reduces over ``tp`` and, under EP, ``2 Lm_s``
-    all-to-alls over ``tp ep`` devices; ``g_pass`` is g' (sequences, or tokens for prefill)."""
+    all-to-alls over ``tp ep`` devices; ``g_pass`` is g' (sequences, or tokens for prefill) of
+    the busiest rank, ``b_pass`` those of the whole micro-batch. The busiest rank sends its own
+    tokens' assignments and receives ``phi`` times its share of all of them: the larger sets the
+    all-to-all. A prefill in ``passes`` chunks runs every collective once per chunk on its share
+    of the tokens (section 8): the bytes add up, the per-call costs and latencies are paid per
+    chunk. ``link_bytes``: what the device sends (section 9), its all-reduces' and all-to-alls'
+    bytes and one hop of the micro-batch's activations when ``pp > 1``."""
     tp, ep = ly["tp"], ly["ep"]
     cb = max(hw["comm_bytes"], pr["act_bytes"])  # cb' = max(cb, ab)
     d = md["d_model"]
-    t_ar = 2 * sz["l_s"] * allreduce(hw, g_pass * d * cb, tp)
+    t_one, sent_one = allreduce_run(hw, g_pass * d * cb / passes, tp)
+    t_ar = 2 * sz["l_s"] * passes * t_one
+    sent = 2 * sz["l_s"] * passes * sent_one
+    if ly["pp"] > 1:
+        sent += g_pass * d * cb
     t_a2a = 0.0
     if ep > 1:
-        n_a2a = g_pass * md["experts_per_token"] * d * cb * (ep - 1) / ep * phi / tp
-        t_a2a = 2 * sz["lm_s"] * alltoall(hw, n_a2a, tp * ep, ep)
-    return {"t_ar": t_ar, "t_a2a": t_a2a, "t_comm": t_ar + t_a2a}
+        k = md["experts_per_token"]
+        n_a2a = max(g_pass * k, phi * b_pass * k / ep) * (ep - 1) / ep * d * cb / tp
+        t_a2a = 2 * sz["lm_s"] * passes * alltoall(hw, n_a2a / passes, tp * ep, ep)
+        sent += 2 * sz["lm_s"] * n_a2a
+    return {"t_ar": t_ar, "t_a2a": t_a2a, "t_comm": t_ar + t_a2a, "link_bytes": sent}
 
 
 def hops_leaving(pp: float, s: int, n: int) -> int:
@@ -455,10 +498,24 @@ def ep_imbalance(n: float, ep: float) -> tuple[float, float]:
     mean = n / ep
     sigma = math.sqrt(n * (1 / ep) * (1 - 1 / ep))
     ln_ep = math.log(ep)
-    e_max = mean + sigma * math.sqrt(2 * ln_ep)
+    e_max = max(mean + sigma * math.sqrt(2 * ln_ep), math.ceil(mean))  # whole assignments
     phi = min(e_max / mean, ep)
     std_max = sigma * math.pi / math.sqrt(12 * ln_ep)
     return phi, std_max / (phi * mean)
+
+
+def rank_experts_touched(md: dict, t: float, ep: float, phi: float) -> float:
+    """Section 6: fraction of the busiest rank's ``E/ep`` experts touched when ``t`` tokens are
+    routed and the rank receives ``phi t k / ep`` assignments, each to one of its experts
+    uniformly; ``u(t)`` of (7) without expert parallelism."""
+    if ep == 1:
+        return experts_touched(md, t)
+    if md["n_experts"] == 0 or t == 0:
+        return 0.0
+    per_rank = md["n_experts"] / ep
+    if per_rank == 1:
+        return 1.0
+    return 1.0 - (1.0 - 1.0 / per_rank) ** (phi * t * md["experts_per_token"] / ep)
 
 
 def experts_touched(md: dict, t: float) -> float:
@@ -482,19 +539,33 @@ def mean_window_len(md: dict, context: float, output_len: float) -> float:
     return min(c, w)
 
 
+def layer_pipeline(hw: dict, sz: dict, t_comp: float, mem: dict, seqs: float) -> tuple:
+    """Section 7: on a device with ``spatial_layers`` a decode pass of ``seqs`` sequences crosses
+    the stage's ``l_s`` regions of ``1/l_s`` of the device each, in ``min(seqs, l_s)``
+    micro-batches of ``ceil(seqs / m)`` sequences; a region pass reads the weights once and a
+    micro-batch's share of everything else, ``l_s`` region passes per step."""
+    depth = sz["l_s"]
+    if not hw["spatial_layers"] or depth <= 1 or seqs <= 0:
+        return t_comp, mem
+    f = math.ceil(seqs / min(seqs, depth)) / seqs
+    t_w = mem["t_weights"]
+    return depth * f * t_comp, {**mem, "t_mem": depth * (t_w + f * (mem["t_mem"] - t_w))}
+
+
 def _phase_times(hw: dict, md: dict, pr: dict, px: dict, ly: dict, sz: dict, placement: dict, *,
                  flops: float, expert_flops: float, eta: float, traffic: dict, host: float,
-                 expert_bytes: float, g_pass: float, phi: float, t_ovh: float) -> dict:
+                 expert_bytes: float, g_pass: float, b_pass: float, phi: float,
+                 t_ovh: float, passes: float = 1.0, decode_seqs: float = 0.0) -> dict:
     """One stage pass of the busiest stage on one micro-batch: compute, memory (section 4),
-    collectives (10), the overlap rule of section 5 and the hops (11)."""
+    collectives (10), the overlap rule of section 5 and the hops (11). ``decode_seqs`` > 0: a
+    decode pass of that many sequences (the layer pipeline of section 7 applies)."""
     t_comp = flops / (px["peak"] * eta)
     mem = memory_time(hw, px, placement, traffic, host)
-    comm = collectives(hw, md, pr, ly, sz, g_pass, phi)
+    t_comp, mem = layer_pipeline(hw, sz, t_comp, mem, decode_seqs)
+    comm = collectives(hw, md, pr, ly, sz, g_pass, phi, b_pass, passes)
     t_s = stage_pass(hw, t_comp, mem["t_mem"], comm["t_comm"], t_ovh)
-    t_top = max(t_comp, mem["t_mem"])
-    exposed = comm["t_comm"] - hw["comm_overlap"] * min(comm["t_comm"], t_top)
     return {"flops": flops, "expert_flops": expert_flops, "t_comp": t_comp, "t_s": t_s,
-            "t_ovh": t_ovh, "exposed": exposed, "t_hop": pipeline_hops(hw, md, pr, ly, g_pass),
+            "t_ovh": t_ovh, "t_hop": pipeline_hops(hw, md, pr, ly, g_pass),
             "expert_bytes": expert_bytes, **mem, **comm}
 
 
@@ -512,7 +583,7 @@ def decode_step(hw, md, pr, px, ly, sz, placement, context, output_len, tokens: 
     # (12), (7) the busiest EP rank and the experts it touches (n = b_m k assignments per token)
     n = tokens * b_m * md["experts_per_token"]
     phi, r = ep_imbalance(n, ep)
-    u = experts_touched(md, phi * tokens * b_m)
+    u = rank_experts_touched(md, tokens * b_m, ep, phi)
     # FLOPs per device
     dense = tokens * 2 * g_m * (sz["p_lin"] * sf + sz["w_read"] / pr["embed_bytes"]) / tp
     expert = 2 * (n / ep) * phi * md["params_expert"] * lm_s / tp
@@ -531,7 +602,8 @@ def decode_step(hw, md, pr, px, ly, sz, placement, context, output_len, tokens: 
     host = off * (sz["r_dense"] + sz["w_exp"] * u)
     ph = _phase_times(hw, md, pr, px, ly, sz, placement, flops=flops,
                       expert_flops=expert, eta=px["eff_decode"], traffic=traffic,
-                      host=host, expert_bytes=traffic["exp"], g_pass=tokens * g_m, phi=phi,
+                      host=host, expert_bytes=traffic["exp"], g_pass=tokens * g_m,
+                      b_pass=tokens * b_m, phi=phi, decode_seqs=g_m,
                       t_ovh=sz["l_s"] * hw["layer_overhead"])
     # one step: every micro-batch through the busiest stage, one token through every hop, one
     # host iteration
@@ -540,30 +612,33 @@ def decode_step(hw, md, pr, px, ly, sz, placement, context, output_len, tokens: 
     return ph
 
 
-def busy(ph: dict, m: float) -> float:
-    """Section 9: the busiest stage's busy time in a phase, ``max(t_comp, t_mem) m``."""
-    return max(ph["t_comp"], ph["t_mem"]) * m
+def activity(ph: dict) -> dict:
+    """What one stage pass does (sections 9-10): FLOPs, time at peak bandwidth, bytes per tier
+    kind and over the links."""
+    return {"flops": ph["flops"], "t_peak": ph["t_peak"], "link": ph["link_bytes"],
+            **ph["moved"]}
 
 
-def speculative(hw: dict, step, m: float) -> tuple[float, dict, float, dict]:
+def speculative(hw: dict, step) -> tuple[float, dict, dict]:
     """Section 7, speculative decoding: ``TPOT = (t_dec(k_s+1) + k_s c_d t_dec(1)) / tau``,
     ``tau = (1 - alpha^(k_s+1)) / (1 - alpha)`` (``k_s + 1`` at ``alpha = 1``); without it
     ``TPOT = t_dec(1)``. ``step(tokens)`` evaluates ``t_dec``. Returns TPOT, the decode step
-    ``t_dec(1)`` (which sets the diagnostics of section 10), the busy time per generated token
-    of section 9 (the round's busy time over ``tau``) and the FLOPs and peak-bandwidth time per
-    generated token, weighted like the busy time (section 10's ``mfu`` and ``mbu``)."""
+    ``t_dec(1)`` (which sets the diagnostics of section 10) and the activity per generated token
+    (:func:`activity`: a round's over ``tau``, the draft steps at ``c_d`` of a target step), which
+    sets section 9's power and section 10's ``mfu`` and ``mbu``."""
     k_s = hw["spec_tokens"]
     if k_s == 0:
         one = step(1.0)
-        return one["time"], one, busy(one, m), {"flops": one["flops"], "t_peak": one["t_peak"]}
+        return one["time"], one, activity(one)
     alpha = hw["spec_acceptance"]
     # the geometric sum 1 + alpha + ... + alpha^k_s, which the page writes in closed form
     tau = sum(alpha ** i for i in range(int(k_s) + 1))
     verify, one = step(k_s + 1), step(1.0)
     c_d = hw["spec_draft_cost"]
     tpot = (verify["time"] + k_s * c_d * one["time"]) / tau
-    per_token = {k: (verify[k] + k_s * c_d * one[k]) / tau for k in ("flops", "t_peak")}
-    return tpot, one, (busy(verify, m) + k_s * c_d * busy(one, m)) / tau, per_token
+    a_v, a_1 = activity(verify), activity(one)
+    per_token = {k: (a_v[k] + k_s * c_d * a_1[k]) / tau for k in a_v}
+    return tpot, one, per_token
 
 
 # --------------------------------------------------------------------------------------- section 8
@@ -585,7 +660,7 @@ def prefill(hw, md, pr, px, ly, sz, placement, context) -> dict:
     n_ch = max(1, math.ceil(g_m * s / hw["prefill_chunk"]))  # one pass when chunk = inf
     n = b_m * s * md["experts_per_token"]
     phi, _ = ep_imbalance(n, ep)
-    u = experts_touched(md, phi * b_m * s)
+    u = rank_experts_touched(md, b_m * s, ep, phi)
     dense = 2 * g_m * (s * sz["p_lin"] * sf + sz["w_read"] / pr["embed_bytes"]) / tp
     expert = 2 * (n / ep) * phi * md["params_expert"] * lm_s / tp
     attention = (g_m * (md["attn_flops_full_prefill"] * s * (s + 1) / 2
@@ -600,8 +675,8 @@ def prefill(hw, md, pr, px, ly, sz, placement, context) -> dict:
     host = n_ch * off * (sz["r_dense"] + sz["w_exp"] * u)
     ph = _phase_times(hw, md, pr, px, ly, sz, placement, flops=dense + expert + attention,
                       expert_flops=expert, eta=px["eff_prefill"], traffic=traffic, host=host,
-                      expert_bytes=traffic["exp"], g_pass=g_m * s, phi=phi,
-                      t_ovh=n_ch * sz["l_s"] * hw["layer_overhead"])
+                      expert_bytes=traffic["exp"], g_pass=g_m * s, b_pass=b_m * s, phi=phi,
+                      t_ovh=n_ch * sz["l_s"] * hw["layer_overhead"], passes=n_ch)
     ph["time"] = ((m + ly["pp"] - 1) * ph["t_s"] + ph["t_hop"] + n_ch * hw["iteration_overhead"]
                   + hw["request_overhead"])
     ph.update(n_ch=n_ch, phi=phi, u=u)
@@ -609,16 +684,23 @@ def prefill(hw, md, pr, px, ly, sz, placement, context) -> dict:
 
 
 # ----------------------------------------------------------------------------------- section 9-10
-def phase_power(hw: dict, busy_time: float, t_phase: float) -> float:
-    """Section 9: ``U = min(1, busy / T_ph)``, ``P = idle + (tdp - idle) U``."""
-    u = min(1.0, busy_time / t_phase)
-    return hw["idle"] + (hw["tdp"] - hw["idle"]) * u
+def pass_energy(hw: dict, px: dict, act: dict) -> float:
+    """Section 9: the energy of a pass's activity (:func:`activity`): FLOPs at ``e_flop``, bytes
+    per tier kind and over the links at their energies per byte."""
+    return (act["flops"] * px["energy_flop"] + act["sram"] * hw["energy_sram"]
+            + act["dram"] * hw["energy_dram"] + act["host"] * hw["energy_host"]
+            + act["link"] * hw["energy_link"])
+
+
+def phase_power(hw: dict, energy: float, t_phase: float) -> float:
+    """Section 9: ``P = min(tdp, idle + energy / T_ph)``."""
+    return min(hw["tdp"], hw["idle"] + energy / t_phase)
 
 
 def bound(dec: dict, m: float, pp: float, t_iter: float) -> tuple[int, bool]:
     """Section 10: the resource limiting the decode step, and whether the call is a near tie."""
     steps = max(m, pp)
-    comm = dec["exposed"] + dec["t_hop"] / steps
+    comm = dec["t_comm"] + dec["t_hop"] / steps   # all of it: overlapped, the longer one binds
     ovh = dec["t_ovh"] + t_iter / steps
     t_comp, t_mem = dec["t_comp"], dec["t_mem"]
     top = max(t_comp, t_mem)
@@ -675,7 +757,7 @@ def static_point(hw: dict, md: dict, px: dict, batch, context, output_len, pr: d
     if res["infeasible_reason"] not in (FEASIBLE, MEMORY, HOST_CAPACITY):
         return res
     sz = sizes(hw, md, pr, ly, batch, context, output_len, False)
-    act_no_logits = sz["act"] - sz["g"] * md["vocab_size"] * 4 / ly["tp"]
+    act_no_logits = sz["act"] - sz["g"] * (md["vocab_size"] * 4 + act_row(hw, md, pr)) / ly["tp"]
     b_fit = max_sequences(hw, md, pr, ly, sz, context + output_len, act_no_logits)
     if batch <= b_fit or b_fit < 1:
         res["max_concurrency"] = max(b_fit, 0.0)
@@ -735,9 +817,9 @@ def static_batch_point(hw: dict, md: dict, px: dict, batch, context, output_len,
 
     # sections 7 and 8
     m, pp, dp = sz["m"], ly["pp"], ly["dp"]
-    tpot, dec, busy_dec, per_token = speculative(
+    tpot, dec, per_token = speculative(
         hw, lambda tokens: decode_step(hw, md, pr, px, ly, sz, placement, context, output_len,
-                                       tokens), m)
+                                       tokens))
     pre = prefill(hw, md, pr, px, ly, sz, placement, context)
     ttft = pre["time"]
 
@@ -745,8 +827,8 @@ def static_batch_point(hw: dict, md: dict, px: dict, batch, context, output_len,
     e2e = ttft + (output_len - 1) * tpot
     devices = ly["tp"] * pp * ly["ep"] * dp
     throughput = dp * batch * output_len / e2e
-    p_pre = phase_power(hw, busy(pre, m), ttft)
-    p_dec = phase_power(hw, busy_dec, tpot)
+    p_pre = phase_power(hw, m * pass_energy(hw, px, activity(pre)), ttft)
+    p_dec = phase_power(hw, m * pass_energy(hw, px, per_token), tpot)
     energy = p_pre * ttft + p_dec * (output_len - 1) * tpot
     power = devices * energy / e2e
     system_power = power + devices * hw["host_power"]

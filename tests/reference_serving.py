@@ -18,20 +18,24 @@ from tests.reference import (
     METRICS,
     NAN,
     SATURATED,
+    act_row,
+    activity,
     bound,
     collectives,
     ep_imbalance,
-    experts_touched,
     kv_elems,
     kv_shard_fraction,
     latency_cov,
+    layer_pipeline,
     max_sequences,
     mean_window_len,
     memory_time,
     pairs_window,
+    pass_energy,
     phase_power,
     pipeline_hops,
     place,
+    rank_experts_touched,
     sizes,
     stage_pass,
     structural_reason,
@@ -56,12 +60,14 @@ def serving_sizes(hw: dict, md: dict, pr: dict, ly: dict, conc: float, context: 
     sz = sizes(hw, md, pr, ly, 1.0, context, output_len, False)
     x = admission_length(hw, context, output_len)
     budget = hw["prefill_chunk"]
-    act_tok = budget if math.isfinite(budget) else context
+    # eq. (4): a pass of the budget's activations, or on SRAM-only parts one streamed row per
+    # request in flight (counted with the request, like its logits)
+    act_tok = 0.0 if act_row(hw, md, pr) else (budget if math.isfinite(budget) else context)
     act_nl = act_tok * md["act_elems"] / md["n_layers"] * pr["act_bytes"] / tp
     c_max = max_sequences(hw, md, pr, ly, sz, x, act_nl)
     g = math.ceil(conc / ep)
     sz["kv"] = g * kv_elems(md, x) * pr["kv_bytes"] * kv_shard_fraction(md, tp) * sz["sf"]
-    sz["act"] = act_nl + g * md["vocab_size"] * 4 / tp
+    sz["act"] = act_nl + g * (md["vocab_size"] * 4 + act_row(hw, md, pr)) / tp
     sz["memory"] = sz["w_dense"] + sz["w_exp"] + sz["kv"] + sz["act"]
     sz["x_res"] = x
     sz["act_tokens"] = act_tok
@@ -88,7 +94,7 @@ def iteration(hw: dict, md: dict, pr: dict, px: dict, ly: dict, sz: dict, placem
     tokens_busy = g_d * q + c_mb
     n = (b_d * q + c_mb) * md["experts_per_token"]
     phi, r = ep_imbalance(n, ep)
-    u = experts_touched(md, phi * (b_d * q + c_mb))
+    u = rank_experts_touched(md, b_d * q + c_mb, ep, phi)
     heads = g_d * q + prompts * share
     dense = 2 * (tokens_busy * sz["p_lin"] * sf + heads * sz["w_read"] / pr["embed_bytes"]) / tp
     expert = 2 * (n / ep) * phi * md["params_expert"] * lm_s / tp
@@ -110,20 +116,23 @@ def iteration(hw: dict, md: dict, pr: dict, px: dict, ly: dict, sz: dict, placem
     }
     host = off * (sz["r_dense"] + sz["w_exp"] * u)
     mem = memory_time(hw, px, placement, traffic, host)
-    comm = collectives(hw, md, pr, ly, sz, tokens_busy, phi)
+    # a decode-only pass crosses the layer regions of a spatial device in turn (section 7); a
+    # pass with prompt tokens fills them, like a static prefill
+    t_comp, mem = layer_pipeline(hw, sz, t_comp, mem, g_d if c_tok == 0 else 0.0)
+    comm = collectives(hw, md, pr, ly, sz, tokens_busy, phi, b_d * q + c_mb)
     t_ovh = sz["l_s"] * hw["layer_overhead"]
     t_s = stage_pass(hw, t_comp, mem["t_mem"], comm["t_comm"], t_ovh)
-    t_top = max(t_comp, mem["t_mem"])
     t_hop = pipeline_hops(hw, md, pr, ly, tokens_busy)
     flops = dense + expert + attn_dec + attn_pre
+    ph = {"flops": flops, "t_peak": mem["t_peak"], "moved": mem["moved"],
+          "link_bytes": comm["link_bytes"]}
     return {"time": max(m, pp) * t_s + t_hop + hw["iteration_overhead"],
-            "busy": t_top * m, "flops_m": flops * m, "traffic_m": mem["traffic"] * m,
-            "t_peak_m": mem["t_peak"] * m, "m": m,
+            "energy": pass_energy(hw, px, activity(ph)) * m, "flops_m": flops * m,
+            "traffic_m": mem["traffic"] * m, "t_peak_m": mem["t_peak"] * m, "m": m,
             # the decode diagnostics' inputs (section 10)
             "flops": flops, "expert_flops": expert, "t_comp": t_comp, "t_s": t_s,
-            "t_ovh": t_ovh, "exposed": comm["t_comm"] - hw["comm_overlap"] * min(comm["t_comm"],
-                                                                              t_top),
-            "t_hop": t_hop, "expert_bytes": traffic["exp"], "r": r, **mem, **comm}
+            "t_ovh": t_ovh, "t_hop": t_hop, "expert_bytes": traffic["exp"], "r": r, **mem,
+            **comm}
 
 
 def prompt_totals(md: dict, context: float, c_tok: float, k_p: float) -> dict:
@@ -147,7 +156,7 @@ def tokens_per_round(hw: dict) -> float:
 
 NO_PROMPT = {"c_tok": 0.0, "prompts": 0.0, "pairs_full": 0.0, "pairs_win": 0.0,
              "kv_read_prompt": 0.0, "kv_write": 0.0}
-PARTS = ("time", "busy", "flops_m", "traffic_m", "t_peak_m")
+PARTS = ("time", "energy", "flops_m", "traffic_m", "t_peak_m")
 
 
 def round_passes(hw, md, pr, px, ly, sz, placement, n_dec, c_mean, c_win,
@@ -533,7 +542,7 @@ def continuous_point(hw: dict, md: dict, px: dict, batch, context, output_len, p
     devices = tp * pp * ep * dp
     throughput = dp * st["requests"] * output_len
     avg = st["avg"]
-    p_dev = phase_power(hw, avg["busy"], st["t_mean"])
+    p_dev = phase_power(hw, avg["energy"], st["t_mean"])
     power = devices * p_dev
     system_power = power + devices * hw["host_power"]
     rate = devices * hw["cost_fixed"] + hw["cost_energy"] * system_power
@@ -566,10 +575,11 @@ def _min_devices(hw: dict, md: dict, pr: dict, n_seq: float, x: float,
     activations of one pass of the budget (of the prompt when the budget is unlimited)."""
     wb, ab, kvb, eb = pr["weight_bytes"], pr["act_bytes"], pr["kv_bytes"], pr["embed_bytes"]
     budget = hw["prefill_chunk"]
-    act_tok = budget if math.isfinite(budget) else context
+    row = act_row(hw, md, pr)
+    act_tok = 0.0 if row else (budget if math.isfinite(budget) else context)
     replica = (wb * md["params_linear"] + eb * (md["params_head"] + md["params_embed_only"])
                + wb * md["n_moe_layers"] * md["n_experts"] * md["params_expert"]
-               + n_seq * (kv_elems(md, x) * kvb + md["vocab_size"] * 4)
+               + n_seq * (kv_elems(md, x) * kvb + md["vocab_size"] * 4 + row)
                + act_tok * md["act_elems"] / md["n_layers"] * ab)
     usable = hw["capacity_fraction"] * sum(hw[f"tier{i}_capacity"] for i in range(3))
     q = replica / usable

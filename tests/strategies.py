@@ -180,10 +180,15 @@ def devices(draw, n_tiers=None, host=None, capacity=None, kinds=None, ideal=None
     d["switch_efficiency"] = (draw(st.one_of(st.just(0.0), st.floats(0.3, 1.0)))
                               if d["peer_links"] == 0 else 0.0)
     d["tdp"] = draw(st.floats(50.0, 25000.0))
-    d["idle"] = d["tdp"] * draw(st.floats(0.0, 1.0))
+    d["idle"] = d["tdp"] * draw(st.floats(0.01, 1.0))  # a powered board draws static power
     d["host_power"] = draw(zero_or(st.floats(0.0, 1000.0)))
+    d["energy_sram"] = draw(zero_or(log_floats(1e-13, 1e-10)))
+    d["energy_dram"] = draw(zero_or(log_floats(1e-12, 1e-9)))
+    d["energy_host"] = draw(zero_or(log_floats(1e-12, 1e-9)))
+    d["energy_link"] = draw(zero_or(log_floats(1e-12, 1e-9)))
     d["capacity_fraction"] = draw(st.floats(0.5, 1.0))
     d["jitter"] = draw(zero_or(st.floats(0.0, 0.3)))
+    d["spatial_layers"] = 0.0  # the layer pipeline has its own tests (S.variant to switch it on)
     d.update(draw(engines(ideal)))
     assert set(d) == set(HW_FIELDS)
     return d
@@ -216,7 +221,8 @@ def px_values(draw, peak=None) -> dict:
     px = {"peak": draw(rarely(0.0, peaks)) if peak is None else float(peak),
           "eff_prefill": draw(efficiencies), "eff_decode": draw(efficiencies),
           "kv_factor": draw(st.one_of(st.just(1.0), st.floats(0.3, 1.0))),
-          "weight_factor": draw(st.one_of(st.just(1.0), st.floats(0.3, 1.0)))}
+          "weight_factor": draw(st.one_of(st.just(1.0), st.floats(0.3, 1.0))),
+          "energy_flop": draw(zero_or(log_floats(1e-14, 1e-11)))}
     assert set(px) == set(PX_FIELDS)
     return px
 
@@ -224,7 +230,7 @@ def px_values(draw, peak=None) -> dict:
 def simple_px(peak=989e12, eff=1.0) -> dict:
     """A platform x precision row with one efficiency for both phases and unit factors."""
     return {"peak": float(peak), "eff_prefill": eff, "eff_decode": eff, "kv_factor": 1.0,
-            "weight_factor": 1.0}
+            "weight_factor": 1.0, "energy_flop": 0.0}
 
 
 # ---------------------------------------------------------------------------------------- models
@@ -509,7 +515,7 @@ def evaluate(points: list[dict]) -> list[dict[str, float]]:
 
     n = len(points)
     decoy = {"peak": 7.0e13, "eff_prefill": 0.31, "eff_decode": 0.37, "kv_factor": 0.5,
-             "weight_factor": 0.7}
+             "weight_factor": 0.7, "energy_flop": 3e-13}
     pxs = [[p["px"] if i == j else decoy for j in range(n)] for i, p in enumerate(points)]
     idx = np.arange(n, dtype=np.int64)
     out = kernels.evaluate_points(

@@ -299,8 +299,11 @@ SAME = (*(f"tier{i}_kind" for i in range(3)),
         "package_size", "domain_size", "prefill_chunk", "pads_heads", "spec_tokens",
         "spec_acceptance", "spec_draft_cost", "chunked_prefill", "mixed_batching", "kv_block",
         "peer_links", "custom_ar_max_bytes", "custom_ar_max_group", "oneshot_max_bytes",
-        "oneshot_max_bytes_large", "fastest_collective")
-NOT_SPEED = ("tdp", "idle", "host_power", "cost_fixed", "cost_energy")
+        "oneshot_max_bytes_large", "fastest_collective", "spatial_layers")
+NOT_SPEED = ("tdp", "idle", "host_power", "energy_sram", "energy_dram", "energy_host",
+             "energy_link", "cost_fixed", "cost_energy")
+#: platform x precision fields that do not set a time either
+PX_NOT_SPEED = ("energy_flop",)
 
 
 def worse_fields(t, better: int, base: int) -> list[str]:
@@ -311,7 +314,8 @@ def worse_fields(t, better: int, base: int) -> list[str]:
     bad = [f for f in HIGHER if hw[0][f] < hw[1][f]] + [f for f in LOWER if hw[0][f] > hw[1][f]]
     bad += [f for f in SAME if hw[0][f] != hw[1][f]]
     for p in range(t.px.shape[1]):
-        bad += [f"px[{p}].{f}" for j, f in enumerate(PX_FIELDS) if t.px[better, p, j] < t.px[base, p, j]]
+        bad += [f"px[{p}].{f}" for j, f in enumerate(PX_FIELDS)
+                if f not in PX_NOT_SPEED and t.px[better, p, j] < t.px[base, p, j]]
     return bad
 
 

@@ -218,8 +218,8 @@ def test_more_overhead_never_speeds_anything(p, what, delta):
     """Host time per pass, per request, per layer and the collectives' software and link
     latencies add time (sections 5, 7, 8: whichever algorithm the engine's rules or the fastest
     choice take); wider collective payloads add bytes (cb' = max(cb, ab)). None of them changes the
-    placement; none makes anything faster, and since the energy is idle x time plus the busy
-    time at full power (section 9), none raises the tokens per joule."""
+    placement; none makes anything faster, and since the energy is idle x time plus that of
+    the FLOPs and bytes moved, capped at TDP x time (section 9), none raises the tokens per joule."""
     amount = delta * 1e3 if what == "comm_bytes" else delta  # 1e-4 .. 10 bytes per element
     base, more = S.evaluate([p, S.variant(p, hw={what: p["hw"][what] + amount})])
     assert_not_faster(more, base, what)
@@ -643,13 +643,34 @@ def test_energy_is_power_times_time(p):
     assert close(r["tokens_per_joule_system"], r["throughput"] / r["system_power"])
 
 
-@given(S.fitting_points(layout={"tp": 1, "pp": 1, "ep": 1}, ideal=True))
-def test_power_is_tdp_when_the_device_is_never_idle(p):
-    """Power follows the busy fraction at the achievable rate (section 9): one device, no
-    communication, no host overheads, so every phase is max(t_comp, t_mem) and the device is busy
-    all of it: U = 1 and the power is the TDP of every replica, whatever the efficiencies."""
-    r = S.evaluate_one(p)
-    assert close(r["power"], p["ly"]["dp"] * p["hw"]["tdp"], 1e-5)
+@given(S.fitting_points(layout={"tp": 1, "pp": 1, "ep": 1}, ideal=True),
+       st.floats(0.05, 1.0))
+def test_compute_at_the_achievable_rate_draws_the_tdp(p, eff):
+    """Section 9: the energy per FLOP is (tdp - idle) / (achievable FLOP/s), so a device that
+    computes at that rate all the time draws its TDP, whatever it moves (the cap). One device,
+    no communication, no host overheads, unlimited bandwidth: every phase is pure compute."""
+    hw, px = p["hw"], p["px"]
+    e_flop = (hw["tdp"] - hw["idle"]) / (px["peak"] * eff)
+    q = S.variant(p, hw={"tier0_bandwidth": HUGE, "tier1_bandwidth": HUGE, "tier2_bandwidth": HUGE,
+                         "host_bandwidth": HUGE},
+                  px={"eff_prefill": eff, "eff_decode": eff, "energy_flop": e_flop})
+    r = S.evaluate_one(q)
+    assert close(r["power"], p["ly"]["dp"] * hw["tdp"], 1e-5)
+
+
+@given(S.fitting_points(), st.sampled_from(["energy_sram", "energy_dram", "energy_host",
+                                            "energy_link", "energy_flop"]),
+       S.log_floats(1e-13, 1e-9))
+def test_more_energy_per_operation_never_lowers_power(p, what, delta):
+    """Section 9: power is the static power plus the energy of what the device does over the
+    time it takes, capped at the TDP; a larger energy per byte or per FLOP changes no time and
+    raises the power (or leaves it at the cap or unchanged when nothing of that kind moves)."""
+    where = "px" if what == "energy_flop" else "hw"
+    base, more = S.evaluate([p, S.variant(p, **{where: {what: p[where][what] + delta}})])
+    for name in TIMES:
+        assert base[name] == more[name]
+    assert le(base["power"], more["power"])
+    assert le(more["tokens_per_joule"], base["tokens_per_joule"], 1e-6)
 
 
 @given(S.fitting_points(model_kind="dense", n_tiers=1, layout={"tp": 1, "pp": 1, "ep": 1}),

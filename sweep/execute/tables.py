@@ -56,9 +56,10 @@ def platform_columns(dev: Device, eng: Any, cost: Any | None, prefill_chunk: flo
         scaleout_latency=dev.scaleout_latency, link_efficiency=dev.link_efficiency,
         peer_links=float(dev.peer_links), switch_efficiency=dev.switch_reduction_efficiency,
         tdp=dev.tdp, idle=dev.idle,
-        host_power=dev.host_power,
+        host_power=dev.host_power, energy_sram=dev.energy_sram, energy_dram=dev.energy_dram,
+        energy_host=dev.energy_host, energy_link=dev.energy_link,
         capacity_fraction=dev.efficiency.capacity_fraction * eng.memory_fraction,
-        jitter=dev.efficiency.jitter,
+        jitter=dev.efficiency.jitter, spatial_layers=1.0 if dev.spatial_layers else 0.0,
         layer_overhead=eng.layer_overhead, iteration_overhead=eng.iteration_overhead,
         request_overhead=eng.request_overhead, comm_bytes=eng.comm_bytes,
         collective_overhead=eng.collective_overhead, comm_overlap=eng.comm_overlap,
@@ -84,12 +85,13 @@ def platform_columns(dev: Device, eng: Any, cost: Any | None, prefill_chunk: flo
 
 
 def precision_platform_values(dev: Device, eng: Any, p: Precision) -> dict[str, float]:
-    """Peak [FLOP/s] and efficiencies of precision ``p``'s compute dtype on the platform
-    (docs/model.md section 1): the device's achievable fraction x the engine's factors."""
+    """Peak [FLOP/s], efficiencies and energy per FLOP [J/FLOP] of precision ``p``'s compute
+    dtype on the platform (docs/model.md section 1): the device's achievable fraction x the
+    engine's factors; the energy is the device's (section 9)."""
     dtype = p.compute_dtype_for(dev.peak_flops)
     if dtype is None:
         return {"peak": 0.0, "eff_prefill": 1.0, "eff_decode": 1.0, "kv_factor": 1.0,
-                "weight_factor": 1.0}
+                "weight_factor": 1.0, "energy_flop": 0.0}
     achievable = dev.efficiency.flops_efficiency_for(dtype)
     weight_only = p.weight_bits < p.act_bits
     w = eng.weight_only_efficiency if weight_only else 1.0
@@ -97,7 +99,7 @@ def precision_platform_values(dev: Device, eng: Any, p: Precision) -> dict[str, 
             "eff_prefill": achievable * eng.compute(dtype, "prefill") * w,
             "eff_decode": achievable * eng.compute(dtype, "decode") * w,
             "kv_factor": eng.kv8_efficiency if p.kv_bits < 16 else 1.0,
-            "weight_factor": w}
+            "weight_factor": w, "energy_flop": dev.flop_energy(dtype)}
 
 
 def model_columns(m: ModelArch, context_scaling: float = 1.0) -> dict[str, float]:

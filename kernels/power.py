@@ -1,0 +1,41 @@
+"""Board power that follows activity: a static floor plus energy per FLOP and per byte moved.
+
+Numba scalar helpers inlined into :mod:`kernels.static` and :mod:`kernels.serving` (docs/model.md
+section 9). Over a phase of ``duration`` seconds a device draws its static power (clocks up, the
+model loaded, nothing moving: leakage, refresh, PHYs, fans of the board) plus the energy of what it
+does: FLOPs at the energy per FLOP of the compute dtype, bytes read or written in each memory tier
+kind (on-chip SRAM, DRAM) and over the host link, and bytes sent over the interconnect, each at its
+energy per byte. The board cannot draw more than its power limit, so the result is capped at the
+TDP (a compute-bound phase at the achievable rate sits at the cap: that rate is what the device
+sustains within it).
+
+Units: time [s], FLOP, bytes [B], energies [J], [J/FLOP] and [J/B], power [W]. The coefficients
+and their sources are the catalog's (``grids/data/classes.toml``, the devices' ``[power]``
+tables, docs/catalog.md); ``sweep/execute/tables.py`` packs them.
+"""
+
+from __future__ import annotations
+
+from kernels.accelerate import scalar_jit
+from kernels.params import HW
+
+H_TDP, H_IDLE = HW["tdp"], HW["idle"]
+H_ESRAM, H_EDRAM, H_EHOST, H_ELINK = (HW["energy_sram"], HW["energy_dram"], HW["energy_host"],
+                                      HW["energy_link"])
+
+
+@scalar_jit
+def moved_energy(hw, sram_bytes, dram_bytes, host_bytes, link_bytes):
+    """Energy [J] of bytes read or written in the SRAM and DRAM tiers, over the host link and sent
+    over the interconnect, at the platform's energies per byte  [model.md section 9]."""
+    return (sram_bytes * hw[H_ESRAM] + dram_bytes * hw[H_EDRAM] + host_bytes * hw[H_EHOST]
+            + link_bytes * hw[H_ELINK])
+
+
+@scalar_jit
+def activity_power(hw, energy, duration):
+    """Average power [W] of one device that spends ``energy`` [J] (FLOPs and bytes moved) over a
+    phase of ``duration`` [s]: ``P = min(tdp, idle + energy / duration)``  [model.md section 9]."""
+    if duration <= 0.0:
+        return hw[H_IDLE]
+    return min(hw[H_TDP], hw[H_IDLE] + energy / duration)
