@@ -1,5 +1,6 @@
 """Time per call of one configuration: ``sweep.evaluate_point`` against ``sweep.evaluate`` on a
-one-row table and per row of larger tables, in one process (warm: kernels compiled, catalog
+one-row table (built in the call or beforehand), on a dict of one row's values, and per row of
+larger tables, in one process (warm: kernels compiled, catalog
 read; minimum of interleaved rounds, so load on the machine shows as a floor, not noise).
 
     python -m benchmarks.single_point [--rounds 5]
@@ -42,9 +43,14 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     frames = {n: pd.DataFrame([POINTS[i % len(POINTS)] for i in range(n)])
               for n in (1_000, 100_000)}
+    one_row = {id(p): pd.DataFrame([p]) for p in POINTS}  # built once: the call alone is timed
     paths = {
-        "`sweep.evaluate`, one-row table per point": (
-            lambda p: sweep.evaluate(pd.DataFrame([p])), 100),
+        "`sweep.evaluate`, one-row table per point, building the table in the call": (
+            lambda p: sweep.evaluate(pd.DataFrame([p])), 200),
+        "`sweep.evaluate`, a one-row table per point (built beforehand)": (
+            lambda p: sweep.evaluate(one_row[id(p)]), 1_000),
+        "`sweep.evaluate`, a dict of one row's values per point": (
+            lambda p: sweep.evaluate(p), 1_000),
     }
     if hasattr(sweep, "evaluate_point"):  # absent from trees before issue 24 (--tree compares)
         paths["`sweep.evaluate_point`, one call per point"] = (

@@ -18,8 +18,7 @@ from sweep import siblings as _siblings  # noqa: F401 - checks kernels and grids
 from grids.errors import SpecError
 from sweep.analysis import accessor as _accessor  # registers the ds.sweep accessor
 from sweep.execute.local import run
-from sweep.execute.point import evaluate_point
-from sweep.execute.points import evaluate
+from sweep.execute.point import evaluate, evaluate_point
 from sweep.results.files import open_result as open
 from sweep.results.units import unit_registry
 

@@ -16,6 +16,7 @@ import sweep
 from grids.errors import SpecError
 from sweep.execute.point import _cached_tables, number_ok
 from sweep.execute.points import RATE_COLUMN, bad_numbers
+from sweep.execute.points import evaluate as evaluate_table
 
 DEVICES = [("h100-sxm", "llama-3.1-8b", "bf16", "tp1"), ("a100-sxm-80g", "llama-3.1-70b", "bf16",
                                                          "tp8"),
@@ -43,12 +44,13 @@ def _same(a, b) -> bool:
 def _row(p: dict) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return sweep.evaluate(pd.DataFrame([p])).iloc[0].to_dict()
+        return evaluate_table(pd.DataFrame([p])).iloc[0].to_dict()
 
 
 @given(st.lists(points, min_size=1, max_size=4))
 def test_evaluate_point_is_the_row_of_evaluate(ps):
-    """Every metric (and batch_used) of evaluate_point equals the one-row table's, in every
+    """Every metric (and batch_used) of evaluate_point equals the one-row table's (the table
+    path, which a one-row ``sweep.evaluate`` of catalog ids does not take), in every
     serving mode, at the maximum load and at infeasible points; flags and codes are ints."""
     for p in ps:
         got = sweep.evaluate_point(**p)
@@ -131,3 +133,71 @@ def test_every_problem_is_reported_together():
                              output_len=8)
     text = str(info.value)
     assert "h100" in text and "batch: 0" in text and "context: -1" in text
+
+
+def _quiet(fn, *a, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return fn(*a, **kw)
+
+
+@given(points, st.sampled_from(["frame", "dict", "indexed"]))
+def test_one_row_evaluate_is_the_table_paths_frame(p, form):
+    """A one-row ``sweep.evaluate`` (served by evaluate_point's cached tables) returns the frame
+    the table path returns: the same columns in the same order, dtypes, index and values (NaN
+    where NaN), from a DataFrame, a dict of one row's values or a frame with its own index."""
+    table = {"frame": pd.DataFrame([p]), "dict": dict(p),
+             "indexed": pd.DataFrame([p], index=pd.Index(["mine"], name="id"))}[form]
+    got = _quiet(sweep.evaluate, table)
+    want = _quiet(evaluate_table, table)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
+@pytest.mark.parametrize("row, says", [
+    ({"hardware": "h100-sxmm"}, "unknown hardware"),
+    ({"batch": 0}, "batch"),
+    ({"batch": 2.5}, "batch"),
+    ({"engine": "vllmm"}, "unknown engine"),
+    ({"batching": "static", "request_rate": 1.0, "batch": None}, "request_rate"),
+])
+def test_one_row_evaluate_rejects_bad_input_as_the_table_path_does(row, says):
+    """A row the fast path cannot serve goes to the table path, whose error is the one the user
+    gets, word for word."""
+    p = {"hardware": "h100-sxm", "model": "llama-3.1-8b", "precision": "bf16",
+         "parallelism": "tp1", "batch": 8, "context": 1024, "output_len": 256, **row}
+    p = {k: v for k, v in p.items() if v is not None}
+    with pytest.raises(SpecError) as fast:
+        sweep.evaluate(pd.DataFrame([p]))
+    with pytest.raises(SpecError) as table:
+        evaluate_table(pd.DataFrame([p]))
+    assert str(fast.value) == str(table.value)
+    assert says in str(fast.value)
+
+
+def test_tables_the_fast_path_does_not_serve_take_the_table_path():
+    """Several rows, a column that is not an input (passed through, with the table path's
+    warning), and explicit keywords all give the table path's result."""
+    p = {"hardware": "h100-sxm", "model": "llama-3.1-8b", "precision": "bf16",
+         "parallelism": "tp1", "batch": 8, "context": 1024, "output_len": 256}
+    with pytest.warns(UserWarning, match="not inputs of the model"):
+        got = sweep.evaluate(pd.DataFrame([{**p, "note": "a"}]))
+    assert got["note"].tolist() == ["a"]
+    two = pd.DataFrame([p, {**p, "batch": 16}])
+    pd.testing.assert_frame_equal(sweep.evaluate(two), evaluate_table(two))
+    pd.testing.assert_frame_equal(sweep.evaluate(pd.DataFrame([p]), calibration={}),
+                                  evaluate_table(pd.DataFrame([p]), calibration={}))
+
+
+def test_repeated_one_row_calls_fill_a_fresh_frame_each_time():
+    """The second and later one-row frames of an input layout are copies of the first, filled
+    with their own numbers: each equals the table path's frame, and an earlier result is not
+    changed by a later call."""
+    p = {"hardware": "h100-sxm", "model": "llama-3.1-8b", "precision": "bf16",
+         "parallelism": "tp1", "batch": 8, "context": 1024, "output_len": 256}
+    first = sweep.evaluate(pd.DataFrame([p]))
+    kept = first.copy()
+    for q in ({**p, "batch": 64}, {**p, "context": 128, "batch": 1}, {**p, "batch": 10**6}):
+        got = _quiet(sweep.evaluate, pd.DataFrame([q]))
+        pd.testing.assert_frame_equal(got, _quiet(evaluate_table, pd.DataFrame([q])),
+                                      check_exact=True)
+    pd.testing.assert_frame_equal(first, kept, check_exact=True)

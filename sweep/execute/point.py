@@ -1,5 +1,8 @@
 """One point, fast: :func:`evaluate_point` (``sweep.evaluate_point``) for callers that evaluate
-configurations one at a time (an optimiser, a notebook loop, another tool).
+configurations one at a time (an optimiser, a notebook loop, another tool), and :func:`evaluate`
+(``sweep.evaluate``), which sends a one-row table of catalog ids under the shipped calibration
+and default prices through it and every other table through
+:func:`sweep.execute.points.evaluate`.
 
 It runs the same kernel on the same packed tables as :func:`sweep.evaluate` (the rows of a
 one-row table, tested to agree value for value) without the table: the resolved and packed
@@ -31,16 +34,20 @@ from grids.spec import (
 )
 from kernels.params import METRICS, MODE_RATE, RATE_METRICS
 from sweep.execute.points import (
+    EVALUATE_COLUMNS,
     MAX_LOAD,
     MODE_OF,
     RATE_COLUMN,
     RATE_NEEDS_CONTINUOUS,
     PointTables,
     as_overlay,
+    as_table,
     bad_numbers,
     max_load,
     resolve_points,
+    with_outputs,
 )
+from sweep.execute.points import evaluate as evaluate_table
 from sweep.results.variables import VARIABLES
 
 _ROW = np.zeros(1, dtype=np.int64)
@@ -51,6 +58,116 @@ _CONC = METRICS.index("concurrency")
 #: metric name -> int (a flag or a code) or float (float32 value as a Python float)
 _INT8 = frozenset(m for m in METRICS if VARIABLES[m].dtype == "int8")
 _KEEP = tuple(m for m in METRICS if m not in RATE_METRICS)
+#: numpy dtype of each output column of :func:`sweep.execute.points.evaluate`
+_DTYPE = {**{m: np.int8 if m in _INT8 else np.float32 for m in METRICS},
+          "batch_used": np.float64}
+_INPUTS = frozenset(EVALUATE_COLUMNS)
+_NEEDED = frozenset(("hardware", "model", "precision", "parallelism", "context", "output_len"))
+_LABELS = ("hardware", "model", "precision", "parallelism", "engine", "batching")
+
+
+def evaluate(table: Any, *, prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
+             calibration: dict[str, Any] | str | Path | None = None,
+             cost: Any = None) -> pd.DataFrame:
+    # the docstring is sweep.execute.points.evaluate's (set below)
+    if calibration is None and cost is None and prefill_chunk == DEFAULT_PREFILL_CHUNK:
+        fast = _one_row(table)
+        if fast is not None:
+            return fast
+    return evaluate_table(table, prefill_chunk=prefill_chunk, calibration=calibration,
+                          cost=cost)
+
+
+evaluate.__doc__ = (evaluate_table.__doc__ or "") + """
+    Notes
+    -----
+    A one-row table (or a dict of one row's values) of catalog ids with only input columns,
+    under the shipped calibration, default prices and the default ``prefill_chunk``, runs
+    through :func:`sweep.evaluate_point`'s cached tables: the same kernel and the same frame
+    (columns, dtypes, index; tested), about 50x faster per call. Anything else, and any row
+    that path rejects, takes the table path, which gives its own errors.
+"""
+
+
+def _one_row(table: Any) -> pd.DataFrame | None:
+    """:func:`evaluate` of a one-row table through :func:`evaluate_point`, or None where that
+    path does not apply (several rows, columns that are not inputs, a row it rejects)."""
+    if isinstance(table, pd.DataFrame):
+        if len(table) != 1 or not table.columns.is_unique:
+            return None
+        names = list(table.columns)
+        arrays = table._mgr.column_arrays  # one array per column: ~20x faster than table[c]
+        values = [a[0] for a in arrays]
+        kinds = tuple(a.dtype for a in arrays)
+    elif isinstance(table, dict) and all(np.ndim(v) == 0 for v in table.values()):
+        names = list(table)
+        values = list(table.values())
+        kinds = tuple(type(v) for v in values)
+    else:
+        return None
+    kw = dict(zip(names, (v.item() if isinstance(v, np.generic) else v for v in values)))
+    if not (set(kw) <= _INPUTS and _NEEDED <= set(kw)) or ("batch" in kw) == (RATE_COLUMN in kw):
+        return None
+    if not all(isinstance(kw[c], str) for c in _LABELS if c in kw):
+        return None
+    try:
+        res = evaluate_point(**kw)
+    except SpecError:
+        return None  # the table path says what is wrong, in its own words
+    return _frame(table, names, kinds, list(kw.values()), res)
+
+
+#: one-row output frames by input layout and labels (:func:`_frame`), and how to fill a copy
+_TEMPLATES: dict[tuple, tuple[pd.DataFrame, list[tuple[int, int, int]]]] = {}
+_MAX_TEMPLATES = 512
+
+
+def _frame(table: Any, names: list[str], kinds: tuple[Any, ...], values: list[Any],
+           res: dict[str, float | int]) -> pd.DataFrame:
+    """The one-row frame the table path builds from ``table`` and the metrics ``res`` (as
+    :func:`evaluate_point` returns them).
+
+    Building a frame of ~45 one-element columns costs ~10x the evaluation itself, so the first
+    frame of each input layout (column names, dtypes, the values of its text columns) is built as
+    the table path builds it and kept as a template; a later call copies it and writes its
+    numbers into the copy's numpy blocks. Where a column that is not text is not held in a numpy
+    block, every frame is built the table path's way."""
+    text = tuple((c, v) for c, v in zip(names, values) if not isinstance(v, (int, float)))
+    key = (type(table).__name__, tuple(names), kinds, text, tuple(res))
+    hit = _TEMPLATES.get(key)
+    if hit is None:
+        metrics = {m: np.array([v], dtype=_DTYPE[m]) for m, v in res.items()}
+        frame = with_outputs(as_table(table), metrics)
+        template = frame.copy()  # its own blocks (a copy is consolidated: plan on the copy)
+        plan = _fill_plan(template, {c for c, _ in text})
+        if plan is not None:
+            if len(_TEMPLATES) >= _MAX_TEMPLATES:
+                _TEMPLATES.clear()
+            _TEMPLATES[key] = (template, plan)
+        return frame
+    template, plan = hit
+    frame = template.copy()
+    row = [*values, *res.values()]
+    blocks = frame._mgr.blocks
+    for b, j, loc in plan:
+        blocks[b].values[j, 0] = row[loc]
+    if isinstance(table, pd.DataFrame):
+        frame.index = table.index
+    return frame
+
+
+def _fill_plan(frame: pd.DataFrame, labels: set[str]) -> list[tuple[int, int, int]] | None:
+    """(block, row in the block, column position) of every column of ``frame`` held in a 2-D
+    numpy block; None unless every other column is one of the constant ``labels``."""
+    plan = []
+    names = list(frame.columns)
+    for b, blk in enumerate(frame._mgr.blocks):
+        locs = blk.mgr_locs.as_array
+        if isinstance(blk.values, np.ndarray) and blk.values.ndim == 2:
+            plan += [(b, j, int(loc)) for j, loc in enumerate(locs)]
+        elif not all(names[loc] in labels for loc in locs):
+            return None
+    return plan
 
 
 def evaluate_point(hardware: str, model: str, precision: str, parallelism: str, *,
