@@ -589,7 +589,9 @@ def parse_device(raw: dict[str, Any], where: str) -> Device:
         package_size=links.package_size, package_bandwidth=links.package_bandwidth,
         package_latency=links.package_latency, link_efficiency=links.link_efficiency,
         peer_links=links.peer_links,
-        switch_reduction_efficiency=links.switch_reduction_efficiency, **energies,
+        switch_reduction_efficiency=links.switch_reduction_efficiency,
+        energy_sram=energies["energy_sram"], energy_dram=energies["energy_dram"],
+        energy_host=energies["energy_host"], energy_link=energies["energy_link"],
         spatial_layers=spatial,
     )
 
