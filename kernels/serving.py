@@ -570,17 +570,29 @@ def continuous_point(geo, hw, md, px, pr, ly, batch, context, output_len, rate_m
     wait = 0.0
     if rate_mode:
         rate = batch / dp  # per replica
-        top = steady_state(geo, hw, md, px, pr, ly, c_max, context, output_len,
-                           math.ceil(c_max / ep) * kv_seq,
-                           act_fixed + math.ceil(c_max / ep) * logit_seq, False)
-        if top[0] != 0 or rate >= top[1]:
-            store_saturated(out, j, geo, c_max, kv_seq, logit_seq, act_fixed, ep, min_dev)
-            return
-        # regula falsi (Illinois) on X(N) - rate over N in (0, c_max]
+        # the smallest concurrency that serves the rate (13.4): X(N) need not be monotone (a
+        # KV cache that spills to the host tier, ceilings that step), and a replica that starts
+        # empty settles at the first N where X(N) reaches the arrival rate. X is taken at N = 1
+        # (``st``), 2, 4, ... up to c_max; the first that exceeds the rate closes the bracket
         lo, f_lo = 0.0, -rate
-        hi, f_hi = c_max, top[1] - rate
+        hi = 1.0
+        top = st
+        while top[1] <= rate:
+            if hi >= c_max:
+                store_saturated(out, j, geo, c_max, kv_seq, logit_seq, act_fixed, ep, min_dev)
+                return
+            lo, f_lo = hi, top[1] - rate
+            hi = min(2.0 * hi, c_max)
+            g_hi = math.ceil(hi / ep)
+            top = steady_state(geo, hw, md, px, pr, ly, hi, context, output_len, g_hi * kv_seq,
+                               act_fixed + g_hi * logit_seq, False)
+            if top[0] != 0:
+                store_saturated(out, j, geo, c_max, kv_seq, logit_seq, act_fixed, ep, min_dev)
+                return
+        # then regula falsi (Illinois) on X(N) - rate in the bracket
+        f_hi = top[1] - rate
         side = 0
-        conc = c_max
+        conc = hi
         st = top
         for _ in range(RATE_ITERATIONS):
             conc = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)

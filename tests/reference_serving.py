@@ -442,11 +442,19 @@ def waits(st: dict, conc: float, c_max: float, e2e: float, p: float | None) -> f
 
 
 def solve_rate(hw, md, pr, px, ly, rate: float, context, output_len, c_max) -> float | None:
-    """The real-valued concurrency N with X(N) = rate (bisection), or None when saturated."""
-    top = steady_state(hw, md, pr, px, ly, c_max, context, output_len, False)
-    if top["reason"] != FEASIBLE or rate >= top["requests"]:
-        return None
-    lo, hi = 0.0, c_max
+    """The smallest real-valued concurrency N with X(N) = rate, or None when saturated (13.4):
+    the first of N = 1, 2, 4, ..., c_max with X(N) above the rate closes the bracket with the
+    one before (X(0) = 0), then bisection."""
+    lo, hi = 0.0, 1.0
+    while True:
+        top = steady_state(hw, md, pr, px, ly, hi, context, output_len, False)
+        if top["reason"] != FEASIBLE:
+            return None
+        if top["requests"] > rate:
+            break
+        if hi >= c_max:
+            return None
+        lo, hi = hi, min(2.0 * hi, c_max)
     for _ in range(200):
         mid = (lo + hi) / 2
         x = steady_state(hw, md, pr, px, ly, mid, context, output_len, False)["requests"]

@@ -288,3 +288,35 @@ def test_throughput_is_continuous_through_one_request_in_flight(p):
         # (1e-3 of the value: other ceilings step by ~1e-4; the decode pass added whole
         # stepped by a third)
         assert step_near <= 1e-2 * step_far + 1e-3 * abs(one[name]), (name, step_near, step_far)
+
+
+def test_a_rate_is_served_at_the_smallest_concurrency_that_reaches_it():
+    """Section 13.4: where the KV cache of many requests moves from a fast tier into a slow one,
+    X(N) rises then falls, so a rate below X at small N but above X at the maximum concurrency has a root a
+    replica reaches from empty. The solver bracketed (0, max_concurrency] and called it saturated
+    (and the reference's bisection found a root ~10^8 requests deep, TTFT 10^13 s); it now scans
+    N = 1, 2, 4, ... for the first N that serves the rate. Found by hypothesis (a device with a
+    fast 32 GB tier and slow 370 GB tiers of 1.3 GB/s)."""
+    from tests.reference import reference_point
+
+    hw = S.simple_device(bw=1e15, capacity=1e8, tier1_capacity=4e11, tier1_bandwidth=1.3e9,
+                         prefill_chunk=8192.0)
+    md = S.build_model(n_layers=4, d_model=512, n_heads=8, n_kv_heads=1, head_dim=64,
+                       ffn=1024, vocab=256)
+    ly = {"tp": 1.0, "pp": 1.0, "ep": 1.0, "dp": 1.0, "offload": 0.0, "spill": 0.0}
+    pr = {"weight_bytes": 2.0, "act_bytes": 2.0, "kv_bytes": 2.0, "embed_bytes": 2.0}
+    p = {"hw": hw, "md": md, "pr": pr, "ly": ly, "px": S.simple_px(1e15), "context": 10,
+         "output_len": 14}
+    at = {n: S.evaluate_one({**p, "batch": n, "mode": MODE_CONTINUOUS}) for n in (1.0, 2.0)}
+    c_max = at[1.0]["max_concurrency"]
+    top = S.evaluate_one({**p, "batch": c_max, "mode": MODE_CONTINUOUS})
+    x = {n: r["throughput"] / p["output_len"] for n, r in at.items()}
+    x_max = top["throughput"] / p["output_len"]
+    assert x_max < x[1.0], (x, x_max)            # X falls at large N (the slow tier)
+    rate = 0.5 * (x[1.0] + x_max) if x_max > 0.5 * x[1.0] else 0.5 * x[1.0]
+    got = S.evaluate_one({**p, "batch": rate, "mode": MODE_RATE})
+    assert got["fits"] == 1
+    assert got["concurrency"] <= 1.0            # the root below N = 1, not one deep in the spill
+    ref = reference_point(hw, md, S.simple_px(1e15), rate, 10, 14, pr, ly, MODE_RATE)
+    assert ref["concurrency"] == pytest.approx(got["concurrency"], rel=1e-6)
+    assert ref["ttft"] == pytest.approx(got["ttft"], rel=1e-5)

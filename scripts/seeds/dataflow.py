@@ -13,6 +13,9 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
+from grids.engines import resolve
+from grids.hardware import load_device
+from grids.models import load_model
 from sweep.analysis.palette import device_look
 from sweep.analysis.select import masked
 
@@ -25,6 +28,8 @@ PREC = "bf16"
 GPUS = ("a100-sxm-80g", "h100-sxm")
 #: SN40L layout of the seed 004 comparison (8 RDUs, scripts/seeds/seed004_rows.py)
 SN_LAYOUT = "tp8"
+#: the ``bound`` codes (docs/model.md section 10)
+BOUND = {0: "compute", 1: "SRAM", 2: "DRAM", 3: "host link", 4: "interconnect", 5: "overhead"}
 
 
 def _layout(h: str) -> str:
@@ -96,6 +101,11 @@ Decode versus prefill at batch 1 (A100 `tp1` with vLLM: TPOT {a_itl * 1e3:.3g} m
     rep.add(table(["device (layout)", "boundary", "model power [W]", "model total tokens/J"],
                   erows))
     cs1, sn1 = ratios["cs-3"].get(1, np.nan), ratios["sn40l"].get(1, np.nan)
+    sn_bound = BOUND.get(int(cell(sub["bound"].sel(context=ctx), hardware="sn40l", batch=1,
+                                  parallelism=SN_LAYOUT)), "?")
+    sn_why = ("its step on 8 RDUs is set by the model's all-reduces (bound: interconnect; "
+              "section 5, note on SN40L)" if sn_bound == "interconnect" else
+              f"its step on 8 RDUs is {sn_bound}-bound (section 5, note on SN40L)")
     order = all(ratios[h].get(b, 0) > 1 for h in ratios for b in ratios[h])
     decode_each = {h: finite(g[0]) and finite(g[1]) and g[0] >= 2 * g[1] for h, g in gains.items()}
     decode = all(decode_each.values())
@@ -117,8 +127,8 @@ against 16.8x ({verdict_ratio(cs1, 16.8)}); SN40L / A100 {fx(sn1)} against 9.41x
 ({verdict_ratio(sn1, 9.41)}). Gains from decode rather than prefill (the ITL gain at least twice
 the TTFT gain): {"; ".join(f"{h} {'yes' if ok else 'no'} ({fx(gains[h][0])} against "
                              f"{fx(gains[h][1])})" for h, ok in decode_each.items())}. Dataflow less
-energy-efficient than both GPUs at batch 1: {'yes' if energy else 'no'}. The SN40L shortfall is
-the model's collective cost on 8 RDUs (section 5, note on SN40L); CS-3's TTFT gain carries the
+energy-efficient than both GPUs at batch 1: {'yes' if energy else 'no'}. The SN40L at batch 1:
+{sn_why}; CS-3's TTFT gain carries the
 engine's fixed per-request cost, itself set from this seed's TTFT (section 5, column
 "independent").
 """)
@@ -164,29 +174,40 @@ def section_peak(rep, ds: xr.Dataset, fig_dir: Path) -> None:
     sub = ds.sel(model=MODEL, precision=PREC)
     ctx = labels(ds, "context")[0]
     tt = masked(sub, "total_throughput").sel(context=ctx)
-    rows, res = [], {}
+    rows, res, caps = [], {}, {}
     for h in present(ds, "hardware", ["a100-sxm-80g", "h100-sxm", "gh200", "mi300x", "cs-3",
                                       "sn40l"]):
+        eng = str(ds["engine"].sel(hardware=h).values)
+        caps[h] = (eng, resolve(eng, load_device(h)).max_batch)
         d = tt.sel(hardware=h, parallelism=_layout(h))
         b8 = cell(d, batch=8)
         v128, w128 = argbest(d.sel(batch=[b for b in labels(ds, "batch") if b <= 128]))
         res[h] = (b8, v128)
         rows.append([f"`{h}` (`{_layout(h)}`)", str(ds["engine"].sel(hardware=h).values),
                      fnum(b8), f"{fnum(v128)} (batch {w128.get('batch', '-')})"])
+    caps_text = ", ".join(f"`{e}` {c:,.0f}" for e, c in dict(caps.values()).items())
     rep.add(f"""
 ### 4b. Peak throughput at large batch
 
 Seed 004: "Cerebras at a batch size of 8 produces a competitive throughput (12,327 tokens/s)
 that outperforms both the NVIDIA A100 and the AMD MI300x, but is still lower than the NVIDIA
-H100 at batch size 128. The SambaNova SN40L instead peaks at 3,907 tokens/s." The dataflow
-engines run pre-compiled batch sizes up to 8 (their engines' batch cap); vLLM up to 128. Model,
-total tokens/s, Llama-3.1-8B bf16, prompt {ctx} + {int(ds['output_len'])}:
+H100 at batch size 128. The SambaNova SN40L instead peaks at 3,907 tokens/s." The engines' batch
+caps (`max_batch`, docs/engines.md): {caps_text}; seed 004 ran the dataflow systems from
+pre-compiled artifacts of batch 1-8 (section IV-C) and the SN40L up to batch 32 (section III-C3),
+vLLM up to 128 here. Model, total tokens/s, Llama-3.1-8B bf16, prompt {ctx} +
+{int(ds['output_len'])}, the last column at each device's best batch up to 128 within its cap:
 """)
     rep.add(table(["device (layout)", "engine", "batch 8", "best batch <= 128"], rows))
     h128 = res.get("h100-sxm", (np.nan,) * 2)[1]
     cs8 = res.get("cs-3", (np.nan,) * 2)[0]
     others = [res[h][1] for h in ("a100-sxm-80g", "mi300x") if h in res]
     cs1 = cell(tt.sel(hardware="cs-3", parallelism="tp1"), batch=1) if "cs-3" in res else np.nan
+    tp_cs = masked(sub, "tpot").sel(context=ctx, hardware="cs-3", parallelism="tp1") \
+        if "cs-3" in res else None
+    cs_eng = resolve("cerebras", load_device("cs-3"))
+    cs_bound = BOUND.get(int(cell(sub["bound"].sel(context=ctx), hardware="cs-3", batch=8,
+                                  parallelism="tp1")), "?") if "cs-3" in res else "?"
+    sn = res.get("sn40l", (np.nan,) * 2)[1]
     ok = finite(h128) and finite(cs8) and h128 > cs8 and all(cs8 > o for o in others)
     rep.summary.setdefault("seed004", {}).update(h100_best_le128=h128, cs3_b8=cs8,
                                                  peak_verdict="agrees" if ok else "disagrees")
@@ -194,8 +215,13 @@ total tokens/s, Llama-3.1-8B bf16, prompt {ctx} + {int(ds['output_len'])}:
 **Verdict: {'agrees' if ok else 'disagrees'}.** In the model CS-3 at batch 8 gives
 {fnum(cs8)} total tokens/s (measured 12,327: {verdict_ratio(cs8, SEED4_CS3_B8)}) against the
 H100's best up to batch 128, {fnum(h128)}; the seed's order is H100 (batch 128) > CS-3 (batch 8)
-> A100, MI300X. The model's CS-3 step hardly grows with batch (a layer pipeline, 17 us per
-layer), so its batch-8 throughput is {fx(cs8 / cs1)} its batch-1 figure, where the measured one
-is 3.4x: the prototype engine's step grows with batch in a way the model does not contain
-(section 5, row 10).
+> A100, MI300X. The model's CS-3 decode step is fixed costs ({cs_bound}-bound: the layer pipeline
+on the wafer plus the `cerebras` engine's {cs_eng.layer_overhead * 1e6:.0f} us per layer x
+{load_model(MODEL).n_layers} layers and {cs_eng.iteration_overhead * 1e3:g} ms per iteration):
+TPOT {fnum(cell(tp_cs, batch=1) * 1e3, 3)} ms at batch 1, {fnum(cell(tp_cs, batch=8) * 1e3, 3)} ms
+at batch 8, so its batch-8 throughput is {fx(cs8 / cs1)} its batch-1 figure, where the measured
+one is {fx(SEED4_CS3_B8 / SEED4_B1['cs-3'])}: the prototype engine's step grows with batch in a
+way the model does not contain (section 5, row 10). The SN40L's best up to batch 128 in the
+model, {fnum(sn)} total tokens/s, is {fx(sn / SEED4_SN40L_PEAK)} the measured peak of
+{fnum(SEED4_SN40L_PEAK)} (section 5, row 11, compares batch 1-8).
 """)

@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from grids.engines import resolve
+from grids.hardware import load_device
 from sweep.analysis.select import masked
 
 from .claims import SEED4_TP_EFF, SEED4_TP_GAIN
@@ -19,6 +21,8 @@ BASE_BATCH = 128
 
 def section(rep, ds: xr.Dataset, fig_dir: Path) -> None:
     thr = masked(ds, "total_throughput").sel(precision="bf16").isel(context=0)
+    conc = masked(ds, "concurrency").sel(precision="bf16").isel(context=0)
+    short = []  # (device, model, layout, batch asked, requests in flight)
     bs = set(labels(ds, "batch"))
     rows, weak, strong, dp_eff = [], {2: [], 4: []}, {2: [], 4: []}, []
     for h in present(ds, "hardware", ["a100-sxm-80g", "h100-sxm", "mi300x"]):
@@ -27,6 +31,11 @@ def section(rep, ds: xr.Dataset, fig_dir: Path) -> None:
             if not finite(t1):
                 continue
             row = [f"`{h}`", f"`{m}`", fnum(t1)]
+            for lay, b in [("tp1", BASE_BATCH)] + [(f"tp{T}", BASE_BATCH * T) for T in (2, 4)
+                                                   if BASE_BATCH * T in bs]:
+                c = cell(conc, hardware=h, model=m, batch=b, parallelism=lay)
+                if finite(c) and c < b:
+                    short.append((h, m, lay, b, c))
             for T in (2, 4):
                 w = (cell(thr, hardware=h, model=m, batch=BASE_BATCH * T, parallelism=f"tp{T}")
                      / (T * t1)) if BASE_BATCH * T in bs else np.nan
@@ -61,6 +70,14 @@ the same at batch 128 ("strong"), for the dense models that fit one GPU at batch
         return (f"{min(v) * 100:.0f}% to {max(v) * 100:.0f}% (median {np.median(v) * 100:.0f}%)"
                 if v else "n/a")
 
+    iters = ", ".join(
+        f"`{h}` {resolve('vllm', load_device(h)).iteration_overhead * 1e3:.1f} ms"
+        for h in present(ds, "hardware", ["a100-sxm-80g", "h100-sxm", "mi300x"]))
+
+    def shorts(pred):
+        return ", ".join(f"`{h}` `{m}` `{lay}` {c:.0f} of {b}" for h, m, lay, b, c in short
+                         if pred(lay)) or "none"
+
     tp_ok = all(v and max(v) <= SEED4_TP_EFF[T] * 1.5 and min(v) * 1.5 >= SEED4_TP_EFF[T] * 0.5
                 for T, v in weak.items())
     dp_ok = bool(dp_eff) and min(dp_eff) > 0.9
@@ -80,9 +97,14 @@ for DP (by construction: `throughput = dp x replica throughput`, docs/model.md s
 the model a TP group splits weights, KV cache and FLOPs evenly and adds two all-reduces per layer
 on NVLink / Infinity Fabric, costed by the algorithm vLLM runs (its custom one-shot/two-shot
 kernels below 8 MiB, NCCL or RCCL above; docs/model.md section 5, measured latencies and bus
-bandwidths); with the batch scaled by T the per-device work is unchanged.
-The seed's lower efficiencies are what vLLM 0.9 adds on top: synchronisation, idle time at the
-collectives, smaller per-GPU kernels; and at `128 x T` sequences a TP group may also be admitted
-fewer sequences than asked when its KV cache is full, which the model's static batch does not
-do.
+bandwidths); with the batch scaled by T the per-device weight and KV bytes are unchanged. The grid
+runs continuous batching (docs/model.md section 13): a replica holds at most `max_concurrency`
+requests at once (its KV cache, the engine's `max_num_seqs`) and the others wait. Where one GPU
+cannot hold 128 requests, TP frees memory for more of them and the "efficiency" exceeds 100%;
+where a TP group cannot hold `128 x T`, it falls. Requests in flight below the batch asked, at
+`tp1` (batch 128): {shorts(lambda lay: lay == "tp1")}; in the TP groups (batch `128 x T`):
+{shorts(lambda lay: lay != "tp1")}. Elsewhere the weak efficiency can still exceed 100%: vLLM's
+fixed cost per iteration ({iters}) is shared by T times the requests.
+What vLLM 0.9 adds on top of the model is not in it:
+synchronisation, idle time at the collectives, smaller per-GPU kernels.
 """)

@@ -18,8 +18,9 @@ import pandas as pd
 import xarray as xr
 
 import sweep
-from grids.engines import load_engine
+from grids.engines import load_engine, resolve
 from grids.hardware import load_device
+from grids.models import load_model
 
 from .markdown import TOLERANCE, finite, fnum, table, within
 from .seed004_rows import (
@@ -52,7 +53,12 @@ they are estimated from its data set: {WORKLOAD_RULE} Throughputs are input + ou
 
 #: result variables the predictions read
 OUTPUTS = ("fits", "infeasible_reason", "total_throughput", "ttft", "tpot", "power",
-           "system_power", "bound")
+           "system_power", "bound", "concurrency", "max_concurrency")
+#: the ``bound`` codes (docs/model.md section 10)
+BOUND = {0: "compute", 1: "SRAM", 2: "DRAM", 3: "host link", 4: "interconnect", 5: "overhead"}
+#: fields of a row's evaluated point kept with its prediction (for the causes of misses)
+POINT_FIELDS = ("batch", "bound", "concurrency", "max_concurrency", "power", "system_power",
+                "tpot")
 AXES = ("model", "batch", "context", "precision")
 
 
@@ -94,17 +100,18 @@ def _points(r: Measured, prompt: int) -> list[dict]:
     return rows
 
 
-def _value(r: Measured, df: pd.DataFrame) -> tuple[float, str]:
-    """The model's prediction of ``r`` from its evaluated rows, and a note (batch used)."""
+def _value(r: Measured, df: pd.DataFrame) -> tuple[float, str, dict]:
+    """The model's prediction of ``r`` from its evaluated rows, a note (batch used) and the
+    evaluated point (:data:`POINT_FIELDS`; empty for means and infeasible rows)."""
     ref = df[df["_role"] == "reference"]
     own = df[df["_role"] != "reference"]
     ok = own[own["fits"] == 1]
     if r.kind == "mean":
         return (float(ok["power"].mean()) if len(ok) else np.nan,
-                f"{len(ok)} of {len(own)} points fit")
+                f"{len(ok)} of {len(own)} points fit", {})
     if ok.empty:
         reason = int(own["infeasible_reason"].iloc[0]) if len(own) else -1
-        return np.nan, f"infeasible (reason code {reason})"
+        return np.nan, f"infeasible (reason code {reason})", {}
     if r.kind == "cap":
         pt = ok.loc[ok["batch"].idxmax()]
         note = f"batch {int(pt['batch'])}"
@@ -114,14 +121,15 @@ def _value(r: Measured, df: pd.DataFrame) -> tuple[float, str]:
     else:
         pt = ok.iloc[0]
         note = ""
+    at = {k: float(pt[k]) for k in POINT_FIELDS}
     if r.metric == "total_tokens_per_joule":
         watts = pt["system_power"] if r.boundary == "system" else pt["power"]
-        return float(pt["total_throughput"] / watts), note
+        return float(pt["total_throughput"] / watts), note, at
     if r.metric in ("itl_gain", "ttft_gain"):
         name = "tpot" if r.metric == "itl_gain" else "ttft"
         a = ref[ref["fits"] == 1]
-        return (float(a[name].iloc[0] / pt[name]) if len(a) else np.nan), note
-    return float(pt[r.metric]), note
+        return (float(a[name].iloc[0] / pt[name]) if len(a) else np.nan), note, at
+    return float(pt[r.metric]), note, at
 
 
 def predict(rows=ROWS, prompts: tuple[int, ...] | None = None) -> pd.DataFrame:
@@ -143,10 +151,11 @@ def predict(rows=ROWS, prompts: tuple[int, ...] | None = None) -> pd.DataFrame:
         rec = {"row": i}
         for s in prompts:
             part = out[(out["_row"] == i) & (out["_prompt"] == s)]
-            v, note = _value(r, part)
+            v, note, at = _value(r, part)
             rec[s] = v
             if s == prompts[0]:
                 rec["note"] = note
+                rec["at"] = at
         recs.append(rec)
     return pd.DataFrame(recs).set_index("row")
 
@@ -189,6 +198,45 @@ def fmt(v: float, unit: str) -> str:
     if unit == "1":
         return f"{v:.3g}x"
     return f"{fnum(v)} {unit}"
+
+
+class _Missing(dict):
+    def __missing__(self, key: str) -> str:
+        return "n/a"
+
+
+def cause_values(pred: pd.DataFrame, rows=ROWS) -> dict[str, str]:
+    """The numbers the texts of :data:`CAUSES` quote, from the predictions at the assumed prompt:
+    ``ratio_K`` (model / measured of row K), ``bound_K``, ``conc_K``, ``maxc_K``, ``batch_K`` (the
+    row's evaluated point), ``growth_K`` / ``seed_growth_K`` (rows 10 and 11 over the batch-1 row
+    of the same system, model and measured), and the CS-3 engine and power figures."""
+    s0 = SEED004_PROMPT
+    key = {r.key: i for i, r in enumerate(rows)}
+    out: dict[str, str] = {}
+    for i, r in enumerate(rows):
+        v = pred.loc[i, s0]
+        if finite(v):
+            out[f"ratio_{r.key}"] = f"{v / r.value:.2f}"
+        at = pred.loc[i, "at"] if "at" in pred.columns else {}
+        if isinstance(at, dict) and at:
+            out[f"bound_{r.key}"] = BOUND.get(int(at["bound"]), "?")
+            out[f"conc_{r.key}"] = f"{at['concurrency']:.0f}"
+            out[f"maxc_{r.key}"] = f"{at['max_concurrency']:.0f}"
+            out[f"batch_{r.key}"] = f"{at['batch']:.0f}"
+    for k, base in (("10", "2"), ("11", "3")):
+        if k in key and base in key:
+            i, j = key[k], key[base]
+            out[f"growth_{k}"] = f"{pred.loc[i, s0] / pred.loc[j, s0]:.1f}x"
+            out[f"seed_growth_{k}"] = f"{rows[i].value / rows[j].value:.1f}x"
+    d, eng = load_device("cs-3"), resolve("cerebras", load_device("cs-3"))
+    out["cs3_layer_us"] = f"{eng.layer_overhead * 1e6:.0f}"
+    out["cs3_iter_ms"] = f"{eng.iteration_overhead * 1e3:g}"
+    out["cs3_layers"] = str(load_model("llama-3.1-8b").n_layers)
+    out["cs3_idle_kw"] = f"{d.idle / 1e3:g}"
+    if "24" in key and finite(pred.loc[key["24"], s0]):
+        # system_power of one wafer = its power + host_power; activity = power - idle
+        out["cs3_activity_w"] = f"{pred.loc[key['24'], s0] - d.host_power - d.idle:.0f}"
+    return out
 
 
 def build_table(pred: pd.DataFrame, rows=ROWS) -> tuple[str, dict]:
@@ -235,8 +283,9 @@ def build_table(pred: pd.DataFrame, rows=ROWS) -> tuple[str, dict]:
                 "independent checks): " + "; ".join(
                     f"{ident} `{p}` {how}" for (ident, p), how in derived.items()) + "."
     if used_causes:
+        vals = _Missing(cause_values(pred, rows))
         text += "\n\nLikely causes of the misses:\n\n" + "\n".join(
-            f"{n}. {CAUSES[k]}." for k, n in used_causes.items())
+            f"{n}. {CAUSES[k].format_map(vals)}." for k, n in used_causes.items())
     counts = {"within": n_ok, "rows": n_all, "independent_within": n_ind_ok,
               "independent_rows": n_ind, "misses": misses}
     return text, counts
@@ -287,20 +336,29 @@ def sn40l_note() -> str:
            for m in ("llama-3.1-8b", "llama-3.3-70b") for lay in ("tp8", "tp16")
            for e in ("sambaflow", "ideal")]
     out = evaluate_points(pts)
-    flags = {0: "compute", 1: "SRAM", 2: "DRAM", 3: "host link", 4: "interconnect",
-             5: "overhead"}
-    lines = []
+    dev = load_device("sn40l")
+    eng = resolve("sambaflow", dev)
+    lines, ring, by8 = [], [], {}
     for m in ("llama-3.1-8b", "llama-3.3-70b"):
         for lay in ("tp8", "tp16"):
             sel = out[(out["model"] == m) & (out["parallelism"] == lay)]
             own = sel[sel["engine"] == "sambaflow"].iloc[0]
             ideal = sel[sel["engine"] == "ideal"].iloc[0]
             lines.append([f"`{m}`", f"`{lay}`", fmt(own["tpot"], "s"),
-                          flags.get(int(own["bound"]), "?"), fmt(ideal["tpot"], "s"),
-                          flags.get(int(ideal["bound"]), "?")])
+                          BOUND.get(int(own["bound"]), "?"), fmt(ideal["tpot"], "s"),
+                          BOUND.get(int(ideal["bound"]), "?")])
+            if lay == "tp8":
+                by8.setdefault(BOUND.get(int(own["bound"]), "?"), []).append(m)
+            if BOUND.get(int(own["bound"])) == "interconnect":
+                # the latency part of the ring all-reduces (docs/model.md section 5, (9)):
+                # two per layer, each o + 2 (tp - 1) link steps
+                tp, n_ar = int(lay[2:]), 2 * load_model(m).n_layers
+                t = n_ar * (eng.collective_overhead + 2 * (tp - 1) * dev.link_latency)
+                ring.append(f"{m} on {tp} RDUs {n_ar} x {2 * (tp - 1)} x "
+                            f"{dev.link_latency * 1e6:g} us = {fmt(t, 's')} of its "
+                            f"{fmt(own['tpot'], 's')} step")
     w70 = 2.0 * load_model("llama-3.3-70b").params_total  # bf16 weight bytes
     need = w70 / 0.0056
-    dev = load_device("sn40l")
     hbm = dev.tier_of_kind("dram")
     alt = tuple(replace(r, layout="tp16", boundary="accelerator" if r.boundary else "",
                         metric="power" if r.metric == "system_power" else r.metric,
@@ -326,13 +384,21 @@ with SambaNova's engine and with no engine costs (`ideal`), and what bounds it:
 The measured 5.6 ms ITL of Llama-3.3-70B needs {fnum(need / 1e12)} TB/s of weight bandwidth
 ({fnum(w70 / 1e9)} GB of bf16 weights per token), more than 8 RDUs' HBM
 ({fnum(8 * hbm.bandwidth / 1e12)} TB/s) and about all 16 RDUs' at peak
-({fnum(16 * hbm.bandwidth / 1e12)} TB/s): with 8 RDUs no model of the bytes reproduces it. With 16,
-the model's SambaNova step is bound by its tensor-parallel all-reduces (two per layer, each
-`2 (tp - 1)` hops at the estimated 2 us RDU link latency plus the engine's 2 us), a cost SN40L's
-dataflow execution, which pipelines layers across sockets, need not pay in that form. So the SN40L misses
-point at the model's collective costs for dataflow parts and at an unstated configuration, not at
-the bytes. The other reading, 16 RDUs with 5,230 W as RDU-level power (~330 W each, section IV-C's
-wording), gives ({n_ok} of {len(arows)} within {TOLERANCE}x):
+({fnum(16 * hbm.bandwidth / 1e12)} TB/s): with 8 RDUs no model of the bytes reproduces it.
+Where the `sambaflow` step is interconnect-bound, it is set by the latency of its tensor-parallel
+all-reduces: `sambaflow` has no custom or in-switch all-reduce, so each runs as a ring
+(docs/model.md section 5), two per layer of `2 (tp - 1)` steps at the estimated
+{dev.link_latency * 1e6:g} us RDU link latency (plus {eng.collective_overhead * 1e6:g} us per call):
+{"; ".join(ring) or "none of these rows"}. The engine's full overlap (`comm_overlap`
+{eng.comm_overlap:g}) hides the collectives only up to the length of the weight streaming. SN40L's
+streaming dataflow fuses whole decoder blocks into one pipelined kernel; whether it pays a ring's
+link latencies per all-reduce is not published, and the link latency itself is an estimate. So
+the SN40L misses point at an unstated configuration and, on 8 RDUs, at the model's collective
+costs for dataflow parts where the step is interconnect-bound
+({", ".join(by8.get("interconnect", [])) or "none"}) and at the bytes where it is DRAM-bound
+({", ".join(by8.get("DRAM", [])) or "none"}). The other reading, 16 RDUs with
+5,230 W as RDU-level power (~330 W each, section IV-C's wording), gives ({n_ok} of {len(arows)}
+within {TOLERANCE}x):
 
 {table(["#", "quantity", "measured", "model, 16 RDUs", "model / measured", "within"], arows)}
 """

@@ -76,26 +76,50 @@ _NOT_STATED_B1 = "batch 1 (not stated; as the paragraph's dataflow rows: 3609 / 
 #: the SN40L RDU count (not stated; note "SN40L" under the table)
 _SN8 = "8 RDUs (`tp8`; count not stated, see the SN40L note)"
 _TP_A100 = "4 A100s with tensor parallelism as stated"
-#: likely causes of misses: key -> text (listed under the table)
+#: likely causes of misses: key -> text (listed under the table). ``{name}`` fields are filled
+#: from the predictions by :func:`scripts.seeds.seed004.cause_values`.
 CAUSES = {
-    "sn40l": ("the SN40L configuration and the model's collectives for it: see the note "
-              "\"SN40L: which configuration?\" below"),
-    "cs3-batch": ("the model's CS-3 decode step is a layer pipeline whose time (17 us per layer, "
-                  "from Cerebras' published 1,800 tokens/s) hardly grows with batch, so its "
-                  "throughput grows almost in proportion to the batch; the measured 3.4x for 8x "
-                  "the batch says the prototype engine's step grows with batch (on-wafer "
+    "sn40l": ("the SN40L configuration, which seed 004 does not state, and the model's step for "
+              "it: see the note \"SN40L: which configuration?\" below (what bounds the step on "
+              "8 and 16 RDUs, and what the measured ITL needs)"),
+    "sn40l-batch": ("the model's SN40L step on 8 RDUs is {bound_11}-bound and hardly grows with "
+                    "batch, so its throughput at batch {batch_11} is {growth_11} its batch-1 "
+                    "figure (row 3), where the measured peak is {seed_growth_11} the measured "
+                    "batch-1 throughput; the model's batch-1 SN40L rows are low and this one is "
+                    "high, so the step's growth with batch is what the model misses, not its "
+                    "level alone"),
+    "cs3-batch": ("the model's CS-3 decode step is fixed costs ({bound_10}-bound): the layer "
+                  "pipeline on the wafer plus the `cerebras` engine's {cs3_layer_us} us per layer "
+                  "x {cs3_layers} layers and {cs3_iter_ms} ms per iteration, set from Cerebras' "
+                  "published 1,800 tokens/s; it hardly grows with batch, so the throughput at "
+                  "batch 8 is {growth_10} the batch-1 figure (row 2), where the measured one is "
+                  "{seed_growth_10}: the prototype engine's step grows with batch (on-wafer "
                   "pipeline occupancy, I/O), which the model does not contain"),
-    "gpu-power": ("the model's board power is idle + (TDP - idle) x the busy fraction of the "
-                  "binding resource; a memory-bound decode at batch 1 keeps HBM busy at a board "
-                  "power well below TDP on a real H100 (row 22: the model's average H100 power is "
-                  "already above the measured one), so tokens/J comes out low"),
-    "vllm-load": ("the model admits the whole batch cap at once; vLLM's scheduler, preemption "
-                  "under KV pressure and prefill interleaving are not modelled"),
+    "cs3-energy": ("tokens/J is row 2's throughput over row 24's chassis power at the same point: "
+                   "model / measured {ratio_2} and {ratio_24}, each within 1.5x alone, "
+                   "{ratio_15} together. The power is low because the model's wafer draws its "
+                   "{cs3_idle_kw} kW static power plus {cs3_activity_w} W for the FLOPs and SRAM "
+                   "bytes of a batch-1 decode (activity power, docs/model.md section 9), where "
+                   "seed 004 saw the chassis ~4.5 kW above its idle"),
+    "gpu-power": ("the model's board power is the static power plus the energy of each phase's "
+                  "FLOPs and bytes moved, capped at TDP (docs/model.md section 9; the coefficients "
+                  "are not fitted); which runs and phases the seed's power readings cover is not "
+                  "stated"),
+    "vllm-load": ("not identified. The model serves the cap in a steady state (continuous "
+                  "batching, each finished request replaced at once): {conc_12} requests in "
+                  "flight on the MI300X (KV room for {maxc_12}), {conc_13} on 4 H100s (room for "
+                  "{maxc_13}), the decode {bound_12}- and {bound_13}-bound, and gives about twice "
+                  "the measured throughput; the sensitivity column shows the assumed prompt "
+                  "length does not explain it. Not in the model: whether the seed's clients kept "
+                  "the cap in flight, the spread of request lengths (one request of mean length "
+                  "stands for the distribution), preemption"),
 }
 _SN_TP = "sn40l"
 _CS3_BATCH = "cs3-batch"
 _GPU_POWER = "gpu-power"
 _VLLM_LOAD = "vllm-load"
+_SN_BATCH = "sn40l-batch"
+_CS3_ENERGY = "cs3-energy"
 
 ROWS: tuple[Measured, ...] = (
     Measured("1", "total tokens/s", "a100-sxm-80g", "vllm", "llama-3.1-8b", "tp1", 1, 215.0,
@@ -126,8 +150,9 @@ ROWS: tuple[Measured, ...] = (
              "batch 8 as stated; one CS-3", cause_high=_CS3_BATCH),
     Measured("11", "total tokens/s (peak)", "sn40l", "sambaflow", "llama-3.1-8b", "tp8", 8,
              3907.0, "token/s", "total_throughput", "IV-C, peak-throughput paragraph",
-             f"best over batch 1-8 (the artifacts' range, the engine's cap); {_SN8}",
-             kind="peak", cause_low=_SN_TP),
+             f"best over batch 1-8 (section IV-C's pre-compiled artifacts; the SN40L runs of "
+             f"section III-C3 reached batch 32, see 4b); {_SN8}",
+             kind="peak", cause_high=_SN_BATCH, cause_low=_SN_TP),
     Measured("12", "total tokens/s (max load)", "mi300x", "vllm", "llama-3.3-70b", "tp1", 128,
              2017.0, "token/s", "total_throughput", "IV-B, Fig. 4 text",
              "max_num_seqs 128 (128 x T): the largest batch <= 128 that fits; bf16 (Fig. 4)",
@@ -143,7 +168,8 @@ ROWS: tuple[Measured, ...] = (
              cause_high=_VLLM_LOAD),
     Measured("15", "total tokens/J", "cs-3", "cerebras", "llama-3.1-8b", "tp1", 1, 0.15,
              "token/J", "total_tokens_per_joule", "IV-C, energy paragraph",
-             f"{_NOT_STATED_B1}; chassis = `system_power`", boundary="system"),
+             f"{_NOT_STATED_B1}; chassis = `system_power`", boundary="system",
+             cause_high=_CS3_ENERGY),
     Measured("16", "total tokens/J", "sn40l", "sambaflow", "llama-3.1-8b", "tp8", 1, 0.38,
              "token/J", "total_tokens_per_joule", "IV-C, energy paragraph",
              f"{_NOT_STATED_B1}; {_SN8}; rack = `system_power`", boundary="system",

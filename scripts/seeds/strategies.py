@@ -88,6 +88,11 @@ Per MoE model (parameters in billions; ratios EP / TP, matched):
                                  "verdict_pc": ("matches, but only as the mean sparsity of the "
                                                 "MoE models" if pc_ok else "disagrees"),
                                  "verdict_lat": lat}
+    std = sc["ep_vs_tp_latency_std"]
+    secs = (f"EP's matched TPOT is {fx(sc['ep_vs_tp_tpot'])} TP's, so in seconds the spread is "
+            + (f"larger still (std {fx(std)}) and its square {fx(var_ratio)}" if std > 1 else
+               f"smaller (std {fx(std)}, its square {fx(var_ratio)})")
+            if math.isfinite(std) else "no matched spread in seconds")
     cov_text = (f"EP/TP CoV {fx(sc['ep_vs_tp_latency_cov'])} and variance {fx(var_ratio)}"
                 if math.isfinite(var_ratio) else "no matched EP/TP points")
     rep.add(f"""
@@ -102,7 +107,6 @@ TP over dense and MoE models the advantage is
 {fx(sc['ep_vs_tp_param_compute'])}. For latency the model gives {cov_text}: relative to its own
 TPOT, EP's per-token latency varies more than TP's (the expert-imbalance term of
 `sqrt(jitter^2 + (r t_imb / t_s)^2)`, docs/model.md section 10, on top of a class jitter taken
-from seed 002's † estimates), but EP's matched TPOT is {fx(sc['ep_vs_tp_tpot'])} TP's, so the
-spread in seconds, and its square, is smaller. Which of the two the seed meant it does not say,
-and it gives no measurement behind 2.1x.
+from seed 002's † estimates); {secs}. Which of the two the seed meant it does not say, and it
+gives no measurement behind 2.1x.
 """)

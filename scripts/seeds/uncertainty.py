@@ -88,9 +88,12 @@ table above):
     rep.add(table(["device", "field", "seed 002", "catalog", "catalog / seed", "flag"], t2))
     rep.add("""
 Limits of the model that matter here (docs/model.md, docs/validation.md): the serving engines'
-costs are a handful of factors and fixed overheads (no scheduler dynamics, preemption or paged-KV
-management); dataflow and wafer-scale parts are modelled with the same tensor/pipeline/expert
-collectives as GPUs, with estimated link parameters; expert routing is uniform (no measured
-skew); data parallelism is exactly linear; and "device" means one package (a GPU, an RDU socket,
-an LPU chip, a wafer), which is why every cross-device comparison above names its basis.
+costs are a handful of factors and fixed overheads; continuous batching is a steady state (a
+closed loop of requests of one mean length, docs/model.md section 13), without preemption or
+paged-KV fragmentation; a wafer's layers are pipelined across its regions, but between wafers and
+on the other dataflow parts the tensor/pipeline/expert collectives are those of GPUs, with
+estimated link parameters; power follows activity with coefficients that are not fitted and the
+same for every class (section 9); expert routing is uniform (no measured skew); data parallelism
+is exactly linear; and "device" means one package (a GPU, an RDU socket, an LPU chip, a wafer),
+which is why every cross-device comparison above names its basis.
 """)
