@@ -22,8 +22,8 @@ from collections import namedtuple
 import numpy as np
 
 from kernels.accelerate import scalar_jit
-from kernels.dataflow import layer_pipeline_times
 from kernels.collectives import allreduce_bytes, allreduce_time, alltoall_time, hops_time
+from kernels.dataflow import layer_pipeline_times
 from kernels.params import BOUND_INFEASIBLE, HW, LY, MD, PR, PX, M, R
 from kernels.power import moved_energy
 

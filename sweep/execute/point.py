@@ -106,7 +106,7 @@ def _one_row(table: Any) -> pd.DataFrame | None:
     else:
         return None
     kw = dict(zip(names, (v.item() if isinstance(v, np.generic) else v for v in values)))
-    if not (set(kw) <= _INPUTS and _NEEDED <= set(kw)) or ("batch" in kw) == (RATE_COLUMN in kw):
+    if not (set(kw) <= _INPUTS and set(kw) >= _NEEDED) or ("batch" in kw) == (RATE_COLUMN in kw):
         return None
     if not all(isinstance(kw[c], str) for c in _LABELS if c in kw):
         return None

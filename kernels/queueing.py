@@ -1,0 +1,141 @@
+"""The queueing approximations of continuous batching  [model.md sections 13.2 and 13.4].
+
+Numba scalar helpers inlined into :mod:`kernels.serving`: how many prompts an iteration holds
+when they arrive as a Poisson count (:func:`poisson_weights`), how long a prompt waits for the
+token budget behind prompts that arrive with it in a closed loop (:func:`collision_wait`,
+Kingman's G/D/1 wait), and the waits Poisson arrivals add at a request rate
+(:func:`rate_waits`: the residual iteration, the budget as an M/D/1 server, the slots as an
+M/D/c queue through Erlang C, :func:`erlang_c`, and their quantiles, :func:`tail_quantile`).
+
+Units: times [s], rates [1/s], loads [Erlang]; counts are plain numbers.
+"""
+
+from __future__ import annotations
+
+import math
+
+from kernels.accelerate import scalar_jit
+
+#: Halfin-Whitt's approximation of Erlang C is used above this many servers
+ERLANG_EXACT_MAX = 2048.0
+#: bisection steps of the collision wait (relative precision 2^-50)
+COLLISION_ITERATIONS = 50
+#: prompts per iteration above which their Poisson spread is ignored (relative sd < 10%)
+POISSON_FLUID = 100.0
+
+
+@scalar_jit
+def poisson_weights(lam, n_max, shift, anchor):
+    """For N ~ Poisson(``lam``) and a quantity linear in ``m = min(N + shift, n_max)`` through
+    ``m = anchor`` and ``anchor + 1`` (``x(m) = x_a + (m - anchor) (x_b - x_a)``, ``x(0)``
+    apart): the weights (P(m = 0), P(m >= 1), E[(m - anchor) 1{m >= 1}])
+    [model.md 13.2 step 3']."""
+    if lam > POISSON_FLUID:  # concentrated within a few percent of its mean: the mean itself
+        m = min(lam + shift, n_max)
+        return 0.0, 1.0, m - anchor
+    p = math.exp(-lam)
+    w0 = p if shift <= 0.0 else 0.0
+    w2 = 0.0
+    cum = p
+    n = 0.0
+    while True:
+        m = min(n + shift, n_max)
+        if m >= 1.0:
+            w2 += p * (m - anchor)
+        n += 1.0
+        if n + shift >= n_max or (n > lam and p < 1e-16):
+            break
+        p *= lam / n
+        cum += p
+    # the tail beyond: every term capped at n_max
+    if n + shift >= n_max:
+        w2 += max(0.0, 1.0 - cum) * (n_max - anchor)
+    return w0, 1.0 - w0, w2
+
+
+@scalar_jit
+def _collision_excess(k, conc, r_it, k_p, t_mix, t_dec, hold):
+    """``k t_mean(k) - W(k)`` of :func:`collision_wait`."""
+    d = conc * r_it / (r_it + k_p + k)
+    lam = d / r_it
+    f_m = min(1.0, lam * k_p)
+    t_mean = f_m * t_mix + (1.0 - f_m) * t_dec
+    share = (conc - 1.0) / conc
+    rho = lam / t_mean * hold * share
+    w = share * rho * hold / (2.0 * (1.0 - rho)) if rho < 1.0 else math.inf
+    return k * t_mean - w
+
+
+@scalar_jit
+def collision_wait(conc, r_it, k_p, t_mix, t_dec, hold):
+    """Iterations ``k`` a prompt waits for the budget behind prompts that arrive with it
+    (model.md 13.2 step 6): Kingman's G/D/1 wait ``c_a^2 rho h / (2 (1 - rho))`` with the
+    utilisation the other ``conc - 1`` requests cause (the arrival theorem of closed networks)
+    and the arrivals' squared coefficient of variation ``c_a^2 = (C - 1) / C`` of a
+    superposition of ``C`` nearly periodic request cycles (0 for one request, Poisson in the
+    limit), with the decoding requests ``D = C R / (R + k_p + k)`` (waiting requests do not
+    decode): the root of ``k t_mean(k) = W(k)``, by bisection (the wait falls as ``k`` grows)."""
+    if _collision_excess(0.0, conc, r_it, k_p, t_mix, t_dec, hold) >= 0.0:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while _collision_excess(hi, conc, r_it, k_p, t_mix, t_dec, hold) < 0.0:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(COLLISION_ITERATIONS):
+        mid = 0.5 * (lo + hi)
+        if _collision_excess(mid, conc, r_it, k_p, t_mix, t_dec, hold) < 0.0:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+@scalar_jit
+def erlang_c(c, a):
+    """Probability that an arrival waits in an M/M/c queue with offered load ``a`` [Erlang]
+    (Erlang's C formula through the Erlang B recursion; Halfin-Whitt's approximation
+    1 / (1 + beta Phi(beta) / phi(beta)), beta = (c - a) / sqrt(a), above ERLANG_EXACT_MAX
+    servers)."""
+    if a <= 0.0:
+        return 0.0
+    if a >= c:
+        return 1.0
+    if c > ERLANG_EXACT_MAX:
+        beta = (c - a) / math.sqrt(a)
+        if beta > 30.0:  # the density underflows; the probability is below 1e-190
+            return 0.0
+        phi = math.exp(-0.5 * beta * beta) / math.sqrt(2.0 * math.pi)
+        big_phi = 0.5 * (1.0 + math.erf(beta / math.sqrt(2.0)))
+        return 1.0 / (1.0 + beta * big_phi / phi)
+    b = 1.0
+    n = int(c)
+    for k in range(1, n + 1):
+        b = a * b / (k + a * b)
+    return n * b / (n - a * (1.0 - b))
+
+
+@scalar_jit
+def tail_quantile(mean, p_wait, p):
+    """The ``p``-quantile of a wait that is 0 with probability 1 - ``p_wait`` and else
+    exponential with mean ``mean / p_wait`` (the mean wait is ``mean``)."""
+    if mean <= 0.0 or p_wait <= 1.0 - p:
+        return 0.0
+    return (mean / p_wait) * math.log(p_wait / (1.0 - p))
+
+
+@scalar_jit
+def rate_waits(t_mean, t_sq, rho_b, hold, conc, c_max, e2e, p):
+    """Mean and ``p``-quantile [s] of the waits Poisson arrivals add before a request's first
+    iteration [model.md section 13.4]: the rest of the running iteration (renewal theory:
+    E[t^2] / (2 E[t]), taken uniform on twice that for quantiles), the token budget as an M/D/1
+    server of prompts (Pollaczek-Khinchine: rho h / (2 (1 - rho))), and the slots (maximum
+    concurrency) as an M/D/c queue (Erlang C with the M/M/c wait halved for deterministic
+    service, Allen-Cunneen); the quantiles are added (an upper bound of the sum's quantile)."""
+    residual = t_sq / (2.0 * t_mean)
+    w_b = rho_b * hold / (2.0 * (1.0 - rho_b)) if rho_b < 1.0 else math.inf
+    pw_s = erlang_c(c_max, conc)
+    w_s = 0.5 * pw_s * e2e / (c_max - conc) if conc < c_max else math.inf
+    mean = residual + w_b + w_s
+    if p <= 0.0:
+        return mean
+    return 2.0 * p * residual + tail_quantile(w_b, min(rho_b, 1.0), p) + \
+        tail_quantile(w_s, pw_s, p)
