@@ -98,8 +98,8 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
              "generated tokens per joule of system energy", "max",
              "throughput / system_power (accelerators plus their host and system share)"),
     Variable("power", "float32", "W", "average power of the layout's accelerators", "min",
-             "board/module power of all devices, from idle to TDP by the busy fraction of the "
-             "binding resource"),
+             "board/module power of all devices: static power plus the energy of the FLOPs "
+             "and bytes moved over the time, capped at TDP"),
     Variable("system_power", "float32", "W",
              "average power of the layout's accelerators and their hosts", "min",
              "power + devices * host_power"),
