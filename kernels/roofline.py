@@ -35,7 +35,7 @@ H_T1C, H_T1B, H_T1E, H_T1K = (HW["tier1_capacity"], HW["tier1_bandwidth"],
 H_T2C, H_T2B, H_T2E, H_T2K = (HW["tier2_capacity"], HW["tier2_bandwidth"],
                               HW["tier2_efficiency"], HW["tier2_kind"])
 H_HC, H_HB, H_HE = HW["host_capacity"], HW["host_bandwidth"], HW["host_efficiency"]
-H_TDP, H_IDLE, H_HOSTP = HW["tdp"], HW["idle"], HW["host_power"]
+H_HOSTP = HW["host_power"]
 H_CAPF, H_JIT, H_SPAT = HW["capacity_fraction"], HW["jitter"], HW["spatial_layers"]
 H_OVL, H_OVI, H_OVR = HW["layer_overhead"], HW["iteration_overhead"], HW["request_overhead"]
 H_CB, H_OV = HW["comm_bytes"], HW["comm_overlap"]

@@ -84,8 +84,8 @@ evaluate.__doc__ = (evaluate_table.__doc__ or "") + """
     A one-row table (or a dict of one row's values) of catalog ids with only input columns,
     under the shipped calibration, default prices and the default ``prefill_chunk``, runs
     through :func:`sweep.evaluate_point`'s cached tables: the same kernel and the same frame
-    (columns, dtypes, index; tested), about 50x faster per call. Anything else, and any row
-    that path rejects, takes the table path, which gives its own errors.
+    (columns, dtypes, index; tested), 25-35x faster per call (docs/performance.md). Anything
+    else, and any row that path rejects, takes the table path, which gives its own errors.
 """
 
 
