@@ -3,7 +3,10 @@
 * ``sweep validate``: the model against published measurements (``docs/validation.md``): errors
   per publisher, source, engine, device, metric and batch bucket, and the targets;
 * ``sweep calibrate``: fit the engine catalog's parameters to them (``-o FILE``, never inside the
-  installed package), with the leave-one-publisher-out check.
+  installed package), with the leave-one-publisher-out check;
+* ``sweep bands``: measure the uncertainty band of each (engine, vendor) from held-out residuals
+  and write the bands file the results carry (``-o FILE``; docs/validation.md, "Uncertainty
+  bands").
 
 Bad input (unreadable or malformed CSV, unknown ids, bad options) raises
 :class:`grids.errors.SpecError`, so the CLI exits 2 with one message.
@@ -184,6 +187,59 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bands(args: argparse.Namespace) -> int:
+    from sweep import validate as V
+    from sweep.validate import bands as B
+
+    output = B.check_bands_output(args.output, args.overwrite)  # before any fitting
+    df = V.read_measurements(args.data)
+    say = (lambda m: None) if args.json else (lambda m: print(f"  {m}", flush=True))
+    if not args.json:
+        print("sweep bands: leave-one-publisher-out and leave-one-vendor-out residuals")
+    tables = B.compute_bands(df, quantile=args.quantile, min_rows=args.min_rows, progress=say)
+    command = "sweep bands" + "".join(
+        f" {k} {v}" for k, v in (("--data", _rel(args.data) if args.data else None),
+                                 ("--quantile", args.quantile
+                                  if args.quantile != B.DEFAULT_QUANTILE else None),
+                                 ("--min-rows", args.min_rows
+                                  if args.min_rows != B.DEFAULT_MIN_ROWS else None),
+                                 ("-o", _rel(output))) if v is not None)
+    data = args.data or str(V.MEASUREMENTS_CSV)
+    B.write_bands(B.bands_toml(tables, data_path=data, command=command), output,
+                  overwrite=args.overwrite)
+    if args.json:
+        print(json.dumps({"output": str(output), "command": command, **tables}, indent=1))
+        return 0
+    print()
+    print(bands_markdown(tables))
+    print()
+    print(f"bands written to {output}")
+    return 0
+
+
+def bands_markdown(tables: dict[str, Any]) -> str:
+    """The bands as a markdown table: one row per (engine, vendor) group with its factor, rows,
+    bias and publishers, then the band of a vendor without data and the same-group ratio band."""
+    s = tables["settings"]
+    q = f"{s['quantile']:.0%}"
+    lines = [f"| engine | vendor | band ({q} of held-out rows within x/÷) | rows | publishers | "
+             "median ln(pred/meas) |", "|---|---|---:|---:|---:|---:|"]
+    for engine, vendors in tables["groups"].items():
+        for vendor, g in vendors.items():
+            thin = " (thin)" if g["rows"] < s["min_rows"] else ""
+            lines.append(f"| {engine} | {vendor} | {g['factor']:.2f}{thin} | {g['rows']} | "
+                         f"{g['publishers']} | {g['bias']:+.2f} |")
+    lines.append(f"| all | pooled | {s['pooled']:.2f} | {s['pooled_rows']} | | |")
+    per = ", ".join(f"{v} {g['factor']:.2f} ({g['rows']} rows)"
+                    for v, g in s["no_data_vendors"].items())
+    lines += ["", f"A vendor without data: {s['no_data']:.2f} (leave-one-vendor-out, vendors "
+              f"weighted equally: {per})."]
+    if "same_group_ratio" in s:
+        lines.append(f"The ratio of two devices of one group: {s['same_group_ratio']:.2f} "
+                     f"({s['same_group_pairs']} pairs of held-out rows).")
+    return "\n".join(lines)
+
+
 def fit_table(cal) -> str:
     """One row per fitted unit: rows, each parameter's value +/- its standard error, the ones at
     a bound (findings), the median abs rel error before and after."""
@@ -286,3 +342,19 @@ def register(subparsers) -> None:
                         "default only such an overlay is replaced)")
     c.add_argument("--json", action="store_true", help="print a JSON report")
     c.set_defaults(func=_cmd_calibrate)
+
+    b = subparsers.add_parser(
+        "bands", help="measure each engine x vendor's uncertainty band from held-out residuals "
+                      "and write the bands file results carry")
+    _add_data_options(b)
+    b.add_argument("-o", "--output", required=True, metavar="FILE.toml",
+                   help="bands TOML to write (never inside the installed package; in a source "
+                        "checkout, grids/data/bands.toml updates the shipped one)")
+    b.add_argument("--quantile", type=float, default=0.68,
+                   help="share of held-out measurements a band holds (default 0.68)")
+    b.add_argument("--min-rows", type=int, default=10, metavar="N",
+                   help="held-out rows a group needs for a band of its own (default 10)")
+    b.add_argument("--overwrite", action="store_true",
+                   help="replace -o even if it is not a bands file written by sweep bands")
+    b.add_argument("--json", action="store_true", help="print the bands as JSON")
+    b.set_defaults(func=_cmd_bands)
