@@ -8,7 +8,7 @@ import argparse
 
 from kernels.params import BOUND_MEANINGS, INFEASIBLE_MEANINGS
 from sweep.analysis.basis import DEFAULT_BASIS, KINDS
-from sweep.results.variables import COORDS, DIM_ATTRS, VARIABLES
+from sweep.results.variables import COORDS, COORDS_2D, DIM_ATTRS, VARIABLES
 
 GLOSSARY_HEADER = """# Glossary
 
@@ -48,6 +48,9 @@ def glossary_markdown() -> str:
             "| coordinate | along | units | meaning |", "|---|---|---|---|"]
     for dim, name, units, long_name in COORDS:
         out.append(f"| `{name}` | `{dim}` | {units or '-'} | {_cell(long_name)} |")
+    for dims, name, units, long_name in COORDS_2D:
+        along = " x ".join(f"`{d}`" for d in dims)
+        out.append(f"| `{name}` | {along} | {units or '-'} | {_cell(long_name)} |")
     out += ["", "## Flag values", "", "`infeasible_reason` (0 = feasible; docs/model.md section 2):",
             "", "| value | meaning |", "|---:|---|"]
     out += [f"| {i} | `{m}` |" for i, m in enumerate(INFEASIBLE_MEANINGS)]

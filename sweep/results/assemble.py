@@ -18,7 +18,7 @@ from grids.precisions import peak_table
 from grids.spec import DIMS, GridSpec
 from kernels.params import METRICS, RATE_METRICS
 from sweep.results.provenance import provenance
-from sweep.results.variables import COORDS, DIM_ATTRS, VARIABLES
+from sweep.results.variables import COORDS, COORDS_2D, DIM_ATTRS, VARIABLES
 
 
 def result_dims(spec: GridSpec) -> tuple[str, ...]:
@@ -113,13 +113,35 @@ def coordinate_values(spec: GridSpec, *, engines: list | None = None, costs: lis
     out["engine_used"] = (("hardware", "engine"),
                           np.array([[r.delegate if r.supported else "" for r in row]
                                     for row in engines], dtype=object).reshape(len(devs), -1),
-                          {"long_name": "engine whose parameters serve the device (native: the "
-                           "vendor's stack; empty: the engine does not run on it)"})
+                          {})
+    out.update(band_coordinates(devs, engines))
     out["peak_flops"] = (("hardware", "precision"),
-                         peak_table([d.peak_flops for d in devs], spec.precisions),
-                         {"units": "FLOP/s", "long_name": "dense peak of the precision's compute "
-                          "dtype on the device (0 = the device has none)"})
+                         peak_table([d.peak_flops for d in devs], spec.precisions), {})
+    for dims, name, units, long_name in COORDS_2D:
+        out[name][2].update({"long_name": long_name, **({"units": units} if units else {})})
     return out
+
+
+def band_coordinates(devs: list, engines: list
+                     ) -> dict[str, tuple[tuple[str, str], np.ndarray, dict]]:
+    """``band_factor`` and ``calibrated`` per (hardware, engine): the shipped uncertainty band
+    of the engine that serves each device (:mod:`grids.bands`; NaN for ``ideal``, the physics
+    bound, and where the engine does not run) and whether measurements of that engine on the
+    device's vendor were in the calibration data."""
+    from grids.bands import shipped_bands
+
+    bands = shipped_bands()
+    factor = np.full((len(devs), len(engines[0]) if engines else 0), np.nan)
+    calibrated = np.zeros(factor.shape, dtype=np.int8)
+    for i, (d, row) in enumerate(zip(devs, engines)):
+        for j, r in enumerate(row):
+            if bands is not None and r.supported:
+                b = bands.band(r.delegate, d.vendor)
+                factor[i, j], calibrated[i, j] = b.factor, int(b.calibrated)
+    extra = ({"quantile": bands.quantile, "same_group_ratio": bands.same_group_ratio}
+             if bands is not None else {})
+    return {"band_factor": (("hardware", "engine"), factor, extra),
+            "calibrated": (("hardware", "engine"), calibrated, {})}
 
 
 def metric_arrays(out: np.ndarray, drop_output_len: bool = False,

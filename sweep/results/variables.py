@@ -188,6 +188,21 @@ COORDS = (
     ("parallelism", "spill", "1", "1 if what does not fit may spill to the host tier"),
     ("parallelism", "devices", "1", "devices of the layout"),
 )
+#: coordinates over two dims: (dims, name, units, long_name)
+COORDS_2D = (
+    (("hardware", "engine"), "engine_used", "", "engine whose parameters serve the device "
+     "(native: the vendor's stack; empty: the engine does not run on it)"),
+    (("hardware", "precision"), "peak_flops", "FLOP/s", "dense peak of the precision's compute "
+     "dtype on the device (0 = the device has none)"),
+    (("hardware", "engine"), "band_factor", "1", "uncertainty band of the predictions: the "
+     "measured value lies within [value / band_factor, value x band_factor] for the `quantile` "
+     "attribute's share (0.68) of held-out measurements of the serving engine on the device's "
+     "vendor (NaN: ideal is the physics bound, or the engine does not run on the device; "
+     "docs/analysis.md, 'Uncertainty bands')"),
+    (("hardware", "engine"), "calibrated", "1", "1 if measurements of the serving engine on the "
+     "device's vendor were in the calibration data (0: the engine files' values and the wider "
+     "band of a vendor without data)"),
+)
 DIM_ATTRS = {
     "hardware": {"long_name": "accelerator (catalog id)"},
     "engine": {"long_name": "serving engine (catalog id; ideal = the physics bound)"},
