@@ -26,6 +26,7 @@ Memory: 28 bytes per workload point (the grid without its hardware and layout di
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,7 @@ from sweep.analysis.basis import (
     units_on,
 )
 from sweep.analysis.select import label_order, py_scalar
+from sweep.analysis.uncertainty import has_bands, ratio_band
 from sweep.analysis.variation import (
     RunningExtremes,
     by_rank,
@@ -150,6 +152,8 @@ class HeadlineVariation:
         #: the devices whose power on the basis is an estimate (coordinates tdp_estimated,
         #: host_power_estimated), as max_variation names them
         self.estimated = set(estimated_power(template, OVER, self.hardware, self.basis))
+        #: the band coordinates of the result, for the band of the figure
+        self.bands = template if has_bands(template) else None
         self._acc: RunningExtremes | None = None
         self._result: dict[str, Any] | None = None
         self._done = False
@@ -203,5 +207,7 @@ class HeadlineVariation:
             basis=self.basis.label, where=where, best=best, worst=worst,
             units=units_on(self.basis, self.metric, VARIABLES[self.metric].units), **layouts,
             estimated_power=[h for h in dict.fromkeys((str(best), str(worst)))
-                             if h in self.estimated])
+                             if h in self.estimated],
+            band=(ratio_band(self.bands, OVER, best, worst, where, (LAYOUT_DIM,))
+                  if self.bands is not None else math.nan))
         return self._result

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -23,6 +24,7 @@ from sweep.analysis.select import (
     need_dim,
     py_scalar,
 )
+from sweep.analysis.uncertainty import band_interval, ratio_band
 
 
 def variation(ds: xr.Dataset, metric: str, over: str = "hardware",
@@ -194,11 +196,13 @@ def max_variation(ds: xr.Dataset, metric: str, over: str = "hardware",
 
     Returns ``{"ratio", "metric", "over", "best_over", "basis", "median_ratio", "points",
     "where": {dim: value}, "best", "worst", "best_value", "worst_value", "best_layout",
-    "worst_layout", "units", "estimated_power"}`` or None when no point has two feasible
-    candidates (``median_ratio``: the median of the ratio over the ``points`` where it is
+    "worst_layout", "units", "estimated_power", "band", "ratio_low", "ratio_high"}`` or None
+    when no point has two feasible candidates (``median_ratio``: the median of the ratio over the ``points`` where it is
     defined; ``*_layout``: the layout each of the two runs on the basis, when the layouts were
     reduced; ``estimated_power``: which of the two rest on an estimated power, on a per-kW
-    basis, :func:`estimated_power`).
+    basis, :func:`estimated_power`; ``band``: the uncertainty band of the ratio and
+    ``ratio_low``/``ratio_high`` the ratio divided and multiplied by it, NaN without bands,
+    :mod:`sweep.analysis.uncertainty`).
 
     Memory-bounded: ``ds`` (in memory or opened lazily from a file) is read in slabs of the
     ``over`` dim of about ``slab_bytes`` each, keeping a running largest and smallest value (and
@@ -247,7 +251,8 @@ def max_variation(ds: xr.Dataset, metric: str, over: str = "hardware",
     return describe(found, metric=metric, over=over, best_over=red,
                     basis=b.label if b else "grid values (no basis)", where=where,
                     best=best, worst=worst, units=units, **layouts,
-                    estimated_power=estimated_power(ds, over, (best, worst), b))
+                    estimated_power=estimated_power(ds, over, (best, worst), b),
+                    band=ratio_band(ds, over, best, worst, where, red))
 
 
 #: per-hardware coordinates flagging an estimated power (1 = estimate; docs/analysis.md)
@@ -274,13 +279,17 @@ def estimated_power(ds: xr.Dataset, over: str, labels, basis) -> list[str]:
 
 def describe(found: dict[str, Any], *, metric: str, over: str, best_over, basis: str,
              where: dict[str, Any], best, worst, units: str, best_layout: str = "",
-             worst_layout: str = "", estimated_power: list[str] | tuple = ()
-             ) -> dict[str, Any]:
-    """The dict :func:`max_variation` returns, from :meth:`RunningExtremes.extreme`."""
+             worst_layout: str = "", estimated_power: list[str] | tuple = (),
+             band: float = math.nan) -> dict[str, Any]:
+    """The dict :func:`max_variation` returns, from :meth:`RunningExtremes.extreme` (a missing
+    band is always the one ``math.nan`` object, so that two such dicts compare equal)."""
+    band = float(band) if math.isfinite(band) else math.nan
+    low, high = band_interval(found["ratio"], band)
     return {"ratio": found["ratio"], "metric": metric, "over": over,
             "best_over": list(best_over), "basis": basis,
             "median_ratio": found["median_ratio"], "points": found["points"],
             "where": where, "best": str(best), "worst": str(worst),
             "best_value": found["best_value"], "worst_value": found["worst_value"],
             "best_layout": best_layout, "worst_layout": worst_layout, "units": units,
-            "estimated_power": list(estimated_power)}
+            "estimated_power": list(estimated_power), "band": band,
+            "ratio_low": low, "ratio_high": high}

@@ -23,6 +23,7 @@ from sweep.analysis.select import (
     need_dim,
     winner_index,
 )
+from sweep.analysis.uncertainty import margin_band
 
 DEFAULT_ALONG = ("batch", "context")
 
@@ -141,7 +142,9 @@ def margin(ds: xr.Dataset, metric: str, over: str = "hardware",
     Returns ``winner`` and ``runner_up`` (labels, ``""`` where none), ``best`` and ``second``
     (their values on ``basis``), ``margin`` (best / second for higher-is-better metrics, second
     / best for lower-is-better ones: >= 1; NaN with fewer than two feasible candidates),
-    ``n_feasible`` and ``why_none``: where nothing is feasible, why (the reason most candidates
+    ``n_feasible``, ``margin_band`` and ``tie`` (when ``ds`` carries uncertainty bands and
+    ``over`` is hardware or engine: the band of the margin and 1 where the margin is within it,
+    :mod:`sweep.analysis.uncertainty`) and ``why_none``: where nothing is feasible, why (the reason most candidates
     share, :func:`sweep.analysis.feasible.why_infeasible`; points that fit but do not count on
     the basis: :data:`sweep.analysis.feasible.OUTSIDE_BASIS`), ``""`` elsewhere.
     """
@@ -176,6 +179,15 @@ def margin(ds: xr.Dataset, metric: str, over: str = "hardware",
         "n_feasible": np.isfinite(da).sum(over).assign_attrs(
             units="1", long_name=f"{over} values with a feasible point"),
     })
+    band = margin_band(ds, over, red, first, second_i)
+    if band is not None:
+        out["margin_band"] = band.assign_attrs(
+            units="1", long_name="uncertainty band of the margin: the winner/runner-up ratio "
+            "lies within [margin / band, margin x band] as often as a band holds measurements "
+            "(docs/analysis.md, 'Uncertainty bands'); NaN without bands (ideal, other dims)")
+        out["tie"] = (out["margin"] <= out["margin_band"]).astype(np.int8).assign_attrs(
+            units="1", long_name="1 where the winner's margin is within the band: the "
+            "runner-up may as well win")
     if {"fits", "infeasible_reason"} <= set(ds.data_vars):
         why = why_infeasible(ds, (over, *red))
         fits_somewhere = why == ""

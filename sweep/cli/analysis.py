@@ -15,6 +15,7 @@ import pandas as pd
 
 from grids.errors import SpecError
 from sweep.cli.common import jsonable, parse_sel, print_json, records, text_table
+from sweep.cli.summary import band_text
 
 EXIT_OK = 0
 TEXT_ROWS = 40
@@ -100,7 +101,7 @@ def _cmd_variation(args: argparse.Namespace, ds) -> int:
 
     print(f"{args.metric}, {mv['basis']}{how}:\n"
           f"  varies up to {mv['ratio']:.4g}x across {args.over} (median {mv['median_ratio']:.3g}x "
-          f"over {mv['points']:,} points)\n"
+          f"over {mv['points']:,} points){band_text(mv)}\n"
           f"  at     {_where(mv['where'])}\n"
           f"  best   {mv['best']}{lay('best_layout')} ({mv['best_value']:.4g}{u})\n"
           f"  worst  {mv['worst']}{lay('worst_layout')} ({mv['worst_value']:.4g}{u})")

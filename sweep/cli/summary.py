@@ -58,7 +58,7 @@ def _headline(hv: dict | None, skipped: str = "", output=None) -> list[str]:
     lay = " (each at its best layout)" if "parallelism" in hv["best_over"] else ""
     return [f"variation : throughput {hv['basis']}{lay}: median {hv['median_ratio']:.2f}x "
             f"across hardware over {hv['points']:,} workload points, up to "
-            f"{hv['ratio']:.3g}x",
+            f"{hv['ratio']:.3g}x{band_text(hv)}",
             f"            at {where}: best {hv['best']} {hv['best_layout']} "
             f"({hv['best_value']:.4g} {hv['units']}), worst {hv['worst']} {hv['worst_layout']} "
             f"({hv['worst_value']:.4g} {hv['units']})",
@@ -67,6 +67,15 @@ def _headline(hv: dict | None, skipped: str = "", output=None) -> list[str]:
                "host_power_estimated)"] if hv.get("estimated_power") else []),
             "            (other bases: sweep variation OUT --basis device | system:8 | "
             "power:10kW | cost)"]
+
+
+def band_text(hv: dict) -> str:
+    """`` (band 1.2-3.4x)``: the ratio's uncertainty band (docs/analysis.md, "Uncertainty
+    bands"), or '' without one (ideal engine, results without bands)."""
+    lo, hi = hv.get("ratio_low", np.nan), hv.get("ratio_high", np.nan)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return ""
+    return f" (uncertainty band {lo:.3g}-{hi:.3g}x)"
 
 
 def run_record(ds: xr.Dataset | None, stats, wall: float, startup: float, output) -> dict:
