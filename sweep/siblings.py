@@ -14,7 +14,7 @@ from pathlib import Path
 
 #: per sibling: files only this project's package has, and a name its ``__init__.py`` defines
 SIGNATURE = {"kernels": (("params.py", "roofline.py", "grid.py"), "evaluate_grid"),
-             "grids": (("spec.py", "hardware.py", "models/__init__.py"), "load_spec")}
+             "grids": (("tomlio.py", "layouts.py", "data/classes.toml"), "load_spec")}
 FIX = ("install accel-sweep in an environment of its own: python3 -m venv ~/.venvs/accel-sweep "
        "&& ~/.venvs/accel-sweep/bin/python -m pip install . (or pipx install .), and keep "
        "Hugging Face's kernels package in the environment of your models")

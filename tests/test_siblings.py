@@ -41,7 +41,7 @@ def test_files_overwritten_in_place_are_caught(tmp_path):
         (site / name).mkdir(parents=True)
         files, defined = siblings.SIGNATURE[name]
         for f in files:
-            (site / name / f).parent.mkdir(parents=True, exist_ok=True)  # grids/models/__init__.py
+            (site / name / f).parent.mkdir(parents=True, exist_ok=True)  # e.g. grids/data/
             (site / name / f).write_text("")
         (site / name / "__init__.py").write_text(f"def {defined}(): ...\n")
     (site / "sweep").mkdir()
