@@ -31,34 +31,44 @@ A spec is a TOML file or the same structure as a dict. Top-level keys are the di
     base = "h100-sxm"
     hbm_bandwidth = ["4 TB/s", "8 TB/s", "16 TB/s"]
 
+The value axes (whole numbers, request rates, names, layouts) are read by :mod:`grids.spec_axes`;
+the hardware axis, with its ``[efficiency]`` overrides and ``[hypothetical]`` devices, by
+:mod:`grids.spec_hardware`.
+
 Every problem in a spec is collected and reported in one :class:`grids.errors.SpecError`.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeGuard
-
-import numpy as np
+from typing import Any
 
 from grids import engines as enginecat
 from grids import hardware as hwcat
 from grids import models as mdcat
 from grids import tomlio
-from grids.auto_layouts import DEFAULT_MAX_DEVICES, auto_layouts
+from grids.auto_layouts import auto_layouts
 from grids.errors import SpecError, suggest
-from grids.layouts import Layout, expand_degrees, parse_layout
+from grids.layouts import Layout
 from grids.precisions import Precision, parse_precision
-from grids.units import parse_quantity
+from grids.spec_axes import (
+    RATE_DIM,
+    _auto_budget,
+    _int_axis,
+    _layouts,
+    _plain,
+    _rate_axis,
+    _str_list,
+    prefill_chunk_problem,
+)
+from grids.spec_axes import RATE_MAX as RATE_MAX  # re-exported: sweep.execute reads it from here
+from grids.spec_hardware import _hardware
 
 DIMS = ("hardware", "engine", "model", "batch", "context", "output_len", "precision",
         "parallelism")
-#: the load axis of a grid over request rates takes the place of ``batch``
-RATE_DIM = "request_rate"
 #: serving modes (docs/model.md section 13): iteration-level (continuous) batching at a
 #: concurrency of ``batch`` requests per replica, or static batches of ``batch`` sequences
 BATCHING = ("continuous", "static")
@@ -67,9 +77,6 @@ TOP_KEYS = (*DIMS, RATE_DIM, "batching", "workload", "efficiency", "hypothetical
             "cost", "name", "description")
 WORKLOAD_KEYS = {"prefill_chunk": "count", "output_len": "count", "context_scaling": "fraction"}
 MAX_POINTS_WARNING = 10**10
-#: largest values of the integer axes (beyond them the arithmetic leaves float precision, and no
-#: deployment runs them): sequences per replica, tokens
-AXIS_MAX = {"batch": 1 << 24, "context": 1 << 31, "output_len": 1 << 31}
 #: the engine of the default grid: each device served by its vendor's reference stack
 DEFAULT_ENGINE = "native"
 #: tokens per prefill forward pass (chunked prefill) unless a spec's [workload] says otherwise
@@ -190,165 +197,6 @@ def load_spec(spec: str | Path | dict[str, Any] | GridSpec | None = None) -> Gri
         raise SpecError(f"grid spec file {str(path)!r} not found (give a TOML path, or no argument "
                         f"for the built-in default grid)")
     return spec_from_dict(tomlio.load(path), base_dir=path.parent)
-
-
-def _plain(value: Any) -> Any:
-    """``value`` with numpy scalars and arrays, tuples and ranges turned into plain Python numbers
-    and lists (a spec dict built in Python may hold them; TOML has only lists)."""
-    if isinstance(value, dict):
-        return {str(k) if isinstance(k, np.str_) else k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, range)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-def _whole(v: Any) -> int | None:
-    """``v`` as an int if it is a finite whole number (not a boolean), else None."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    if isinstance(v, float) and not (math.isfinite(v) and v.is_integer()):
-        return None
-    return int(v)
-
-
-def _int_axis(value: Any, key: str, problems: list[str], minimum: int = 1) -> list[int]:
-    """A list of whole numbers (or a range) for the axis ``key``, each in [minimum, AXIS_MAX]."""
-    n_bad = len(problems)
-    vals = _int_axis_values(value, key, problems, minimum)
-    top = AXIS_MAX.get(key)
-    if top is not None and len(problems) == n_bad:
-        big = [v for v in vals if v > top]
-        if big:
-            problems.append(f"{key}: {big[0]:.4g} is beyond the largest supported {key} "
-                            f"({top:,}); give a smaller value")
-            return []
-    return vals
-
-
-def _int_axis_values(value: Any, key: str, problems: list[str], minimum: int) -> list[int]:
-    if isinstance(value, dict):
-        unknown = set(value) - {"from", "to", "scale", "num"}
-        if unknown:
-            problems.append(f"{key}: unknown range keys {sorted(unknown)} (use from, to, scale "
-                            f"= 'log2' | 'linear', num)")
-            return []
-        lo, hi = _whole(value.get("from")), _whole(value.get("to"))
-        if lo is None or hi is None:
-            problems.append(f"{key}: a range needs whole numbers 'from' and 'to'")
-            return []
-        if lo < minimum or hi < lo:
-            problems.append(f"{key}: range from {lo} to {hi} must satisfy {minimum} <= from <= to")
-            return []
-        if hi > AXIS_MAX.get(key, hi):
-            problems.append(f"{key}: range to {hi:.4g} is beyond the largest supported {key} "
-                            f"({AXIS_MAX[key]:,}); give a smaller value")
-            return []
-        scale = value.get("scale", "log2")
-        if scale == "log2":
-            vals, x = [], lo
-            while x <= hi:
-                vals.append(x)
-                x *= 2
-            return vals
-        if scale == "linear":
-            num = _whole(value.get("num", 10))
-            if num is None or num < 1:
-                problems.append(f"{key}: num must be a whole number >= 1, got "
-                                f"{value.get('num')!r}")
-                return []
-            if num == 1:
-                return [lo]
-            return sorted({round(lo + (hi - lo) * i / (num - 1)) for i in range(num)})
-        problems.append(f"{key}: scale must be 'log2' or 'linear', got {scale!r}")
-        return []
-    items = value if isinstance(value, list) else [value]
-    out = []
-    for v in items:
-        if _whole(v) is None:
-            problems.append(f"{key}: {v!r} is not a whole number of tokens/sequences")
-        elif v < minimum:
-            problems.append(f"{key}: {v!r} must be >= {minimum}")
-        else:
-            out.append(int(v))
-    if not items:
-        problems.append(f"{key}: empty list (give at least one value)")
-    if len(set(out)) != len(out):
-        problems.append(f"{key}: duplicate values {sorted(out)}")
-    return out
-
-
-#: largest request rate of a grid [1/s]
-RATE_MAX = 1e9
-
-
-def _finite_number(v: Any) -> TypeGuard[float]:
-    """``v`` is a finite int or float (not a boolean)."""
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _rate_axis(value: Any, problems: list[str]) -> list[float]:
-    """Request rates [1/s]: positive numbers, or a range ``{from, to, scale, num}`` (log2:
-    doubling from ``from``; linear: ``num`` values)."""
-    key = RATE_DIM
-    if isinstance(value, dict):
-        unknown = set(value) - {"from", "to", "scale", "num"}
-        lo, hi = value.get("from"), value.get("to")
-        if unknown or not (_finite_number(lo) and _finite_number(hi)):
-            problems.append(f"{key}: a range needs numbers 'from' and 'to' (and optionally scale "
-                            f"= 'log2' | 'linear', num)")
-            return []
-        if not 0 < lo <= hi <= RATE_MAX:
-            problems.append(f"{key}: range from {lo} to {hi} must satisfy 0 < from <= to <= "
-                            f"{RATE_MAX:.0e}")
-            return []
-        scale = value.get("scale", "log2")
-        if scale == "log2":
-            out, x = [], float(lo)
-            while x <= hi * (1 + 1e-12):
-                out.append(x)
-                x *= 2
-            return out
-        num = _whole(value.get("num", 10))
-        if scale != "linear" or num is None or num < 1:
-            problems.append(f"{key}: scale must be 'log2' or 'linear' with num >= 1")
-            return []
-        return [float(lo)] if num == 1 else [lo + (hi - lo) * i / (num - 1) for i in range(num)]
-    items = value if isinstance(value, list) else [value]
-    if not items:
-        problems.append(f"{key}: empty list (give at least one rate in requests per second)")
-    out = []
-    for v in items:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
-                or not 0 < v <= RATE_MAX:
-            problems.append(f"{key}: {v!r} is not a request rate in (0, {RATE_MAX:.0e}] "
-                            f"requests per second")
-        else:
-            out.append(float(v))
-    if len(set(out)) != len(out):
-        problems.append(f"{key}: duplicate values {sorted(out)}")
-    return out
-
-
-def _str_list(value: Any, key: str, problems: list[str]) -> list[str]:
-    items = value if isinstance(value, list) else [value]
-    if not items:
-        problems.append(f"{key}: empty list (give at least one value)")
-    out = []
-    for v in items:
-        if isinstance(v, str) and v.strip():
-            out.append(v.strip())
-        else:
-            problems.append(f"{key}: {v!r} is not a name (expected a string)")
-    dups = sorted({x for x in out if out.count(x) > 1})
-    if dups:
-        problems.append(f"{key}: duplicate entries {dups}")
-        out = list(dict.fromkeys(out))  # reported once: not again as ids given twice
-    return out
-
 
 def spec_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> GridSpec:
     """Validate a spec dict; every problem is reported at once."""
@@ -491,15 +339,6 @@ def spec_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> GridSpe
     return spec
 
 
-def prefill_chunk_problem(value: Any, where: str = "prefill_chunk") -> str | None:
-    """What is wrong with a prefill chunk size [token] (a whole number in [1, 2^31]), or None."""
-    v = _plain(value)
-    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= AXIS_MAX["context"]:
-        return (f"{where}: must be a whole number of tokens in [1, {AXIS_MAX['context']:,}], "
-                f"got {value!r}")
-    return None
-
-
 def _any_engine_pads_heads(devices: list[hwcat.Device], engines: list[Any],
                            overlay: dict[str, Any] | None) -> bool:
     """True if some engine of the grid pads attention heads on some device of it (then a tp that
@@ -538,201 +377,6 @@ def _no_duplicate_ids(kind: str, ids: list[str], problems: list[str]) -> None:
     if dups:
         problems.append(f"{kind}: {', '.join(map(repr, dups))} given twice (different references "
                         f"to the same {kind}); keep one")
-
-
-def _auto_budget(value: Any, problems: list[str]) -> int | None:
-    """The device budget of ``parallelism = "auto"`` / ``{ auto = true, max_devices = N }``, or
-    None when the layouts are listed."""
-    if isinstance(value, str) and value.strip().lower() == "auto":
-        return DEFAULT_MAX_DEVICES
-    if not (isinstance(value, dict) and "auto" in value):
-        return None
-    unknown = set(value) - {"auto", "max_devices"}
-    if unknown:
-        problems.append(f"parallelism: with auto, the only other key is max_devices (got "
-                        f"{sorted(unknown)}); list layouts or use auto, not both")
-    if value["auto"] is not True:
-        problems.append(f"parallelism.auto must be true (or list the layouts), got "
-                        f"{value['auto']!r}")
-    n = value.get("max_devices", DEFAULT_MAX_DEVICES)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        problems.append(f"parallelism.max_devices: a whole number of devices >= 1 per replica, "
-                        f"got {n!r}")
-        return DEFAULT_MAX_DEVICES
-    return n
-
-
-def _layouts(value: Any, problems: list[str]) -> list[Layout]:
-    if isinstance(value, dict):
-        unknown = set(value) - {"tp", "pp", "ep", "dp", "offload"}
-        if unknown:
-            problems.append(f"parallelism: unknown degree keys {sorted(unknown)} "
-                            f"(use tp, pp, ep, dp, offload)")
-            return []
-        lists = {}
-        n_bad = len(problems)
-        for k in ("tp", "pp", "ep", "dp", "offload"):
-            v = value.get(k, [0.0] if k == "offload" else [1])
-            lists[k] = v if isinstance(v, list) else [v]
-            if not lists[k]:
-                problems.append(f"parallelism.{k}: empty list (give at least one value)")
-            for x in lists[k]:
-                if k == "offload":
-                    ok = (not isinstance(x, bool) and isinstance(x, (int, float))
-                          and 0.0 <= x < 1.0)
-                    what = "a fraction in [0, 1)"
-                else:
-                    ok = (_whole(x) or 0) >= 1
-                    what = "a whole number >= 1"
-                if not ok:
-                    problems.append(f"parallelism.{k}: {x!r} is not {what}")
-        if len(problems) > n_bad:
-            return []
-        try:
-            return expand_degrees(**lists)
-        except (SpecError, TypeError, ValueError) as exc:
-            problems.append(f"parallelism: {exc}")
-            return []
-    out = []
-    for name in _str_list(value, "parallelism", problems):
-        try:
-            out.append(parse_layout(name))
-        except SpecError as exc:
-            problems.extend(exc.problems)
-    return out
-
-
-def _hardware(value: Any, eff_over: dict[str, Any], hypo: dict[str, Any], resolve,
-              problems: list[str]) -> list[hwcat.Device]:
-    ids = hwcat.catalog_ids()
-    refs = list(ids) if value == "all" else _str_list(value, "hardware", problems)
-    hypo_ids = set(hypo) if isinstance(hypo, dict) else set()
-    devices: list[hwcat.Device] = []
-    for ref in refs:
-        if ref in hypo_ids and ref not in ids:
-            continue  # added below
-        try:
-            devices.append(hwcat.load_device(resolve(ref)))
-        except SpecError as exc:
-            problems.extend(f"hardware: {p}" for p in exc.problems)
-    if not isinstance(hypo, dict):
-        problems.append("hypothetical: must be a table of [hypothetical.<id>] tables")
-        hypo = {}
-    for hid, table in hypo.items():
-        if hid in ids:
-            problems.append(f"hypothetical.{hid}: the name of a catalog device; a hypothetical "
-                            f"device needs its own name (e.g. '{hid}-custom')")
-            continue
-        devices.extend(_hypothetical(hid, table, resolve, problems))
-    # efficiency overrides: plain numbers for all devices, or tables per device id
-    if not isinstance(eff_over, dict):
-        problems.append("efficiency: must be a table")
-        return devices
-
-    # each table is checked once (a bad global value is one problem, not one per device)
-    def parse_over(table: dict[str, Any], where: str) -> dict[str, float]:
-        values = {}
-        for k, v in table.items():
-            if k not in hwcat.EFFICIENCY_FIELDS:
-                problems.append(f"{where}: unknown parameter {k!r}"
-                                f"{suggest(k, hwcat.EFFICIENCY_FIELDS)}")
-                continue
-            dim, lo, hi = hwcat.EFFICIENCY_FIELDS[k]
-            try:
-                q = parse_quantity(v, dim, f"{where}.{k}")
-            except SpecError as exc:
-                problems.extend(exc.problems)
-                continue
-            if not lo < q <= hi:
-                bracket = "(" if lo >= 0 else "["  # lo < 0 encodes "0 allowed"
-                problems.append(f"{where}.{k} = {v!r} is outside {bracket}{max(lo, 0.0):g}, "
-                                f"{hi:g}]")
-                continue
-            values[f"efficiency.{k}"] = q
-        return values
-
-    global_over = parse_over({k: v for k, v in eff_over.items() if not isinstance(v, dict)},
-                             "efficiency")
-    per_dev = {k: v for k, v in eff_over.items() if isinstance(v, dict)}
-    known = {d.id for d in devices}
-    for dev_id in per_dev:
-        if dev_id not in known:
-            problems.append(f"efficiency.{dev_id}: no such device in this grid"
-                            f"{suggest(dev_id, known)}")
-    per_dev = {k: parse_over(v, f"efficiency.{k}") for k, v in per_dev.items() if k in known}
-    out = []
-    for dev in devices:
-        values = {**global_over, **per_dev.get(dev.id, {})}
-        if not values:
-            out.append(dev)
-            continue
-        try:
-            derived = hwcat.derive_device(dev, dev.id, values, name=dev.name)
-            out.append(derived)
-        except SpecError as exc:
-            problems.extend(exc.problems)
-    return out
-
-
-def _hypothetical(hid: str, table: Any, resolve, problems: list[str]) -> list[hwcat.Device]:
-    where = f"hypothetical.{hid}"
-    if not isinstance(table, dict):
-        problems.append(f"{where}: must be a table with 'base' and fields to override")
-        return []
-    base_ref = table.get("base")
-    if not isinstance(base_ref, str):
-        problems.append(f"{where}: needs base = \"<catalog id>\" (the device it derives from)")
-        return []
-    try:
-        base = hwcat.load_device(resolve(base_ref))
-    except SpecError as exc:
-        problems.extend(f"{where}: {p}" for p in exc.problems)
-        return []
-    fields: dict[str, list[tuple[str, float]]] = {}
-    for key, value in table.items():
-        if key in ("base", "name"):
-            continue
-        if key not in hwcat.OVERRIDE_KEYS:
-            problems.append(f"{where}: unknown field {key!r}{suggest(key, hwcat.OVERRIDE_KEYS)}")
-            continue
-        dim = hwcat.OVERRIDE_KEYS[key][0]
-        items = value if isinstance(value, list) else [value]
-        if not items:
-            problems.append(f"{where}.{key}: empty list")
-            continue
-        parsed = []
-        for v in items:
-            try:
-                q = parse_quantity(v, dim, f"{where}.{key}")
-            except SpecError as exc:
-                problems.extend(exc.problems)
-                continue
-            if dim != "fraction" and not key.startswith("efficiency.") and q <= 0 \
-                    and not (key == "peer_links" and q == 0):  # 0 peer links = switched
-                problems.append(f"{where}.{key}: {v!r} must be > 0")
-                continue
-            if dim == "count" and not q.is_integer():
-                problems.append(f"{where}.{key}: {v!r} must be a whole number")
-                continue
-            parsed.append((str(v), q))
-        fields[key] = parsed
-    if not any(k not in ("base", "name") for k in table):
-        problems.append(f"{where}: overrides no field (add e.g. hbm_bandwidth = \"8 TB/s\")")
-        return []
-    if not fields or not all(fields.values()):
-        return []  # the bad fields are reported above
-    keys = list(fields)
-    swept = [k for k in keys if len(fields[k]) > 1]
-    out = []
-    for combo in itertools.product(*(fields[k] for k in keys)):
-        label = ",".join(f"{k}={text}" for k, (text, _) in zip(keys, combo) if k in swept)
-        new_id = f"{hid}[{label}]" if label else hid
-        try:
-            out.append(hwcat.derive_device(base, new_id, {k: q for k, (_, q) in zip(keys, combo)},
-                                           name=table.get("name")))
-        except SpecError as exc:
-            problems.extend(exc.problems)
-    return out
 
 
 def spec_toml(raw: dict[str, Any]) -> str:

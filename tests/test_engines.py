@@ -21,6 +21,8 @@ from hypothesis import strategies as st
 
 import grids
 from grids import engines as E
+from grids import tomlio
+from grids.engines import catalog as engine_catalog
 from grids.errors import SpecError
 from grids.hardware import COMPUTE_DTYPES, derive_device, load_catalog, load_device
 
@@ -232,7 +234,7 @@ def test_resolve_is_cheap_and_reads_no_file(catalog, devices, monkeypatch):
     def no_io(*args, **kwargs):
         raise AssertionError("resolve read a file")
 
-    monkeypatch.setattr(E.tomlio, "load", no_io)
+    monkeypatch.setattr(tomlio, "load", no_io)
     for engine_id in E.ENGINE_IDS:
         for dev in devices.values():
             E.resolve(engine_id, dev)
@@ -541,10 +543,10 @@ def test_catalog_cross_check_reports_bad_native_delegation(monkeypatch):
     """catalog_engines() checks that native hands each device to an engine that runs on it."""
     raw = copy.deepcopy(raw_file("native"))
     raw["delegate"]["vendor:Groq"] = "vllm"
-    monkeypatch.setattr(E, "_raw_catalog", lambda i: raw if i == "native" else raw_file(i))
-    E._load_catalog_engine.cache_clear()
+    monkeypatch.setattr(engine_catalog, "_raw_catalog", lambda i: raw if i == "native" else raw_file(i))
+    engine_catalog._load_catalog_engine.cache_clear()
     try:
         with pytest.raises(SpecError, match="hands groq-lpu to vllm, which does not run on it"):
             E.catalog_engines()
     finally:
-        E._load_catalog_engine.cache_clear()
+        engine_catalog._load_catalog_engine.cache_clear()

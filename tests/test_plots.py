@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from grids.errors import SpecError
-from sweep.analysis import plots
+from sweep.analysis import plot_style, plots
 from tests.test_analysis import make_result
 
 matplotlib.use("Agg")
@@ -108,4 +108,4 @@ def test_palette_is_okabe_ito():
     colours = {plots.style(i)[0] for i in range(8)}
     assert len(colours) == 8
     assert plots.style(8)[:2] != plots.style(0)[:2]  # ninth category: same colour, new hatch
-    assert np.isfinite(plots._edges(np.array([1.0, 2.0, 4.0]))).all()
+    assert np.isfinite(plot_style._edges(np.array([1.0, 2.0, 4.0]))).all()

@@ -38,7 +38,7 @@ from sweep.analysis.palette import NONE_COLOR, device_look
 from sweep.report.tables import CONTROLS, Tables
 from sweep.results.provenance import parameters_text
 
-#: greys of map cells without a winner, one per reason (as in sweep.analysis.plots)
+#: greys of map cells without a winner, one per reason (as in sweep.analysis.plot_maps)
 NONE_GREYS = (NONE_COLOR, "#BBBBBB", "#999999", "#EEEEEE")
 WIDTH, HEIGHT = 620, 430
 CALLBACK = Path(__file__).with_name("select.js")

@@ -1,0 +1,73 @@
+"""The catalog's engines: :func:`load_engine` by id (cached) or path, :func:`catalog_engines`
+(every file checked, problems reported together) and :func:`clear_caches`."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from grids import tomlio
+from grids.engines.overlay import shipped_overlay
+from grids.engines.parameters import CALIBRATION_FILE, ENGINE_IDS, engines_dir
+from grids.engines.parse import _raw_catalog, parse_engine
+from grids.engines.profile import Engine, _catalog_devices
+from grids.errors import SpecError, suggest
+
+# --------------------------------------------------------------------------------------------
+# catalog access
+
+
+@functools.cache
+def _load_catalog_engine(engine_id: str) -> Engine:
+    return parse_engine(_raw_catalog(engine_id), f"{engine_id}.toml", expected_id=engine_id)
+
+
+def load_engine(ref: str | Path | Engine) -> Engine:
+    """An engine by catalog id, or from the path of a TOML file of the same schema."""
+    if isinstance(ref, Engine):
+        return ref
+    text = str(ref)
+    if text in ENGINE_IDS:
+        return _load_catalog_engine(text)
+    if text.endswith(".toml") or "/" in text or "\\" in text:
+        path = Path(text)
+        return parse_engine(tomlio.load(path), path.name)
+    raise SpecError(f"unknown engine {text!r}{suggest(text, ENGINE_IDS)}; the catalog engines are "
+                    f"{', '.join(ENGINE_IDS)}, or give the path of a TOML file")
+
+
+def catalog_engines() -> dict[str, Engine]:
+    """Every catalog engine, all files checked and every problem reported together; also checks
+    that each catalog device ``native`` hands to another engine is one that engine runs on."""
+    problems: list[str] = []
+    out: dict[str, Engine] = {}
+    present = sorted(p.name[:-5] for p in engines_dir().glob("*.toml")
+                     if p.name != CALIBRATION_FILE)
+    for name in present:
+        if name not in ENGINE_IDS:
+            problems.append(f"{name}.toml: not a catalog engine id{suggest(name, ENGINE_IDS)}")
+    for engine_id in ENGINE_IDS:
+        try:
+            out[engine_id] = _load_catalog_engine(engine_id)
+        except SpecError as exc:
+            problems.extend(exc.problems)
+    for eng in out.values():
+        if not eng.delegate:
+            continue
+        for dev in _catalog_devices().values():
+            hit = eng.delegate_for(dev)
+            if hit and hit[1] in out and not out[hit[1]].runs_on_device(dev):
+                problems.append(f"{eng.where}: [delegate] {hit[0]!r} hands {dev.id} to {hit[1]}, "
+                                f"which does not run on it")
+    if problems:
+        raise SpecError(problems, "engine catalog")
+    return out
+
+
+def clear_caches() -> None:
+    """Forget loaded engines and the shipped overlay (after an engine file, the calibration or
+    the hardware catalog changed)."""
+    shipped_overlay.cache_clear()
+    _raw_catalog.cache_clear()
+    _load_catalog_engine.cache_clear()
+    _catalog_devices.cache_clear()

@@ -1,0 +1,150 @@
+"""Calibration overlays: fitted plain numbers with the engine files' hierarchy (``[<engine>]``
+``defaults``, ``vendor``, ``class``, ``device``), checked per engine when resolving or whole by
+:func:`check_overlay`; the shipped one is ``grids/data/engines/calibration.toml``."""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from grids import tomlio
+from grids.engines.parameters import (
+    BY_DTYPE,
+    CALIBRATION_FILE,
+    ENGINE_IDS,
+    PARAMS,
+    RETIRED,
+    _is_inf_text,
+    _range_problem,
+    engines_dir,
+)
+from grids.engines.profile import Value, _catalog_devices, _known_vendors, _suggest
+from grids.errors import SpecError, suggest
+from grids.hardware import CLASSES, COMPUTE_DTYPES
+from grids.units import parse_quantity
+
+# --------------------------------------------------------------------------------------------
+# calibration overlays
+
+
+def read_overlay(path: str | Path) -> dict[str, Any]:
+    """A calibration overlay TOML file, parsed (validated per engine when resolving)."""
+    return tomlio.load(Path(path))
+
+
+def _overlay_value(name: str, v: Any, where: str, problems: list[str]) -> float | bool | None:
+    spec = PARAMS[name]
+    if spec.dimension == "bool":
+        if isinstance(v, bool):
+            return v
+        problems.append(f"{where}: must be true or false, got {v!r}")
+        return None
+    if spec.allow_inf and _is_inf_text(v):
+        return math.inf
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        problems.append(f"{where}: expected a plain number, got {v!r}")
+        return None
+    try:
+        x = parse_quantity(v, spec.dimension, where)
+    except SpecError as exc:
+        problems.extend(exc.problems)
+        return None
+    if not spec.contains(x):
+        problems.append(_range_problem(name, spec, x, where))
+        return None
+    return x
+
+
+def _overlay_level(table: Any, label: str, problems: list[str]) -> dict[str, Value]:
+    where = f"overlay [{label}]"
+    if not isinstance(table, dict):
+        problems.append(f"{where} must be a table of fitted values, got {table!r}")
+        return {}
+    out: dict[str, Value] = {}
+    for name, v in table.items():
+        if name in BY_DTYPE:
+            if not isinstance(v, dict):
+                problems.append(f"{where}: {name} must be a table of factors per compute dtype")
+                continue
+            for dtype, x in v.items():
+                if dtype not in COMPUTE_DTYPES:
+                    problems.append(f"{where}: {name}.{dtype}: unknown compute dtype"
+                                    f"{suggest(dtype, COMPUTE_DTYPES)}")
+                    continue
+                val = _overlay_value(name, x, f"{where} {name}.{dtype}", problems)
+                if val is not None:
+                    out[f"{name}.{dtype}"] = Value(val, f"overlay [{label}] (fitted)")
+        elif name in PARAMS:
+            val = _overlay_value(name, v, f"{where} {name}", problems)
+            if val is not None:
+                out[name] = Value(val, f"overlay [{label}] (fitted)")
+        elif name in RETIRED:
+            problems.append(f"{where}: parameter {name!r} is {RETIRED[name]}")
+        else:
+            problems.append(f"{where}: unknown parameter {name!r}{suggest(name, PARAMS)}")
+    return out
+
+
+def _overlay_levels(overlay: Mapping[str, Any], engine_id: str,
+                    problems: list[str]) -> dict[tuple[str, str], dict[str, Value]]:
+    """The fitted values of one engine in an overlay, by level."""
+    section = overlay.get(engine_id)
+    if section is None:
+        return {}
+    label = tomlio.key(engine_id)
+    if not isinstance(section, dict):
+        problems.append(f"overlay [{label}] must be a table with defaults, vendor, class or device")
+        return {}
+    out: dict[tuple[str, str], dict[str, Value]] = {}
+    known = {"vendor": _known_vendors(), "class": CLASSES, "device": tuple(_catalog_devices())}
+    for level, body in section.items():
+        if level == "defaults":
+            out[("defaults", "")] = _overlay_level(body, f"{label}.defaults", problems)
+        elif level in known:
+            if not isinstance(body, dict):
+                problems.append(f"overlay [{label}.{level}] must hold one table per {level}")
+                continue
+            for key, table in body.items():
+                if key not in known[level]:
+                    problems.append(f"overlay [{label}.{level}.{key}]: unknown {level}"
+                                    f"{_suggest(key, known[level])}")
+                    continue
+                out[(level, key)] = _overlay_level(table, f"{label}.{level}.{tomlio.key(key)}",
+                                                   problems)
+        else:
+            problems.append(f"overlay [{label}.{level}]: unknown level"
+                            f"{suggest(level, ('defaults', 'vendor', 'class', 'device'))}")
+    return out
+
+
+def check_overlay(overlay: Mapping[str, Any]) -> None:
+    """Validate a whole overlay at once (every engine, level and value); one SpecError."""
+    problems: list[str] = []
+    if not isinstance(overlay, Mapping):
+        raise SpecError(f"overlay must be a table of engines, got {overlay!r}")
+    for engine_id in overlay:
+        if engine_id not in ENGINE_IDS:
+            problems.append(f"overlay [{engine_id}]: unknown engine{suggest(engine_id, ENGINE_IDS)}")
+        else:
+            _overlay_levels(overlay, engine_id, problems)
+    if problems:
+        raise SpecError(problems, "engine overlay")
+
+
+def calibration_path() -> Path:
+    """The shipped calibration overlay, ``grids/data/engines/calibration.toml``."""
+    return engines_dir() / CALIBRATION_FILE
+
+
+@functools.cache
+def shipped_overlay() -> dict[str, Any]:
+    """The shipped calibration overlay without its ``[provenance]`` (empty when absent)."""
+    path = calibration_path()
+    if not path.exists():
+        return {}
+    raw = tomlio.load(path)
+    raw.pop("provenance", None)
+    return raw

@@ -1,0 +1,270 @@
+"""Reading one engine file: its level tables of sourced values, range-checked, into an
+:class:`~grids.engines.profile.Engine` (:func:`parse_engine`, one SpecError with every problem),
+and the raw TOML of a catalog engine (read again for delegation cycles)."""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from grids import tomlio
+from grids.engines.parameters import (
+    BOOLS,
+    BY_DTYPE,
+    CUSTOM_ALLREDUCE,
+    ENGINE_IDS,
+    OPTIONAL,
+    PARAMS,
+    RETIRED,
+    ParamSpec,
+    _is_inf_text,
+    _range_problem,
+    engines_dir,
+)
+from grids.engines.profile import (
+    Engine,
+    Value,
+    _catalog_devices,
+    _check_target,
+    _known_vendors,
+    _suggest,
+)
+from grids.errors import SpecError, suggest
+from grids.hardware import CLASSES, COMPUTE_DTYPES
+from grids.sourced import Sourced, read_sourced
+
+TOP_KEYS = ("id", "name", "description", "versions", "runs_on", "notes", "defaults", "vendor",
+            "class", "device", "delegate")
+
+
+# --------------------------------------------------------------------------------------------
+# reading values
+
+
+def _read_number(entry: Any, name: str, spec: ParamSpec, where: str,
+                 problems: list[str]) -> Sourced | None:
+    """A sourced number of parameter ``name`` in SI units, range-checked."""
+    if spec.allow_inf and isinstance(entry, dict) and _is_inf_text(entry.get("value")):
+        s = read_sourced({**entry, "value": 1.0}, "count", where, problems, positive=False)
+        return None if s is None else Sourced(math.inf, s.source, s.note, s.estimate, s.rule)
+    n = len(problems)
+    s = read_sourced(entry, spec.dimension, where, problems, positive=False)
+    if s is None or len(problems) > n:
+        return None
+    if not spec.contains(s.value):
+        problems.append(_range_problem(name, spec, s.value, where))
+        return None
+    return s
+
+
+def _origin(label: str, s: Sourced | None) -> str:
+    if s is not None and s.estimate:
+        return f"{label}; estimate: {s.rule}"
+    return label
+
+
+def _read_level(table: Any, label: str, file: str, problems: list[str]) -> dict[str, Value]:
+    """The parameters of one level table (``label`` as in the file, e.g. ``vendor.AMD``)."""
+    where = f"{file}: [{label}]"
+    if not isinstance(table, dict):
+        problems.append(f"{where} must be a table of parameters, got {table!r}")
+        return {}
+    out: dict[str, Value] = {}
+    origin_label = f"{file} [{label}]"
+    for key, entry in table.items():
+        if key in BY_DTYPE:
+            if not isinstance(entry, dict):
+                problems.append(f"{where}: {key} must be a table of sourced factors per compute "
+                                f"dtype, e.g. bf16 = {{ value = 0.8, source = \"...\" }}")
+                continue
+            for dtype, e in entry.items():
+                if dtype not in COMPUTE_DTYPES:
+                    problems.append(f"{where}: {key}.{dtype}: unknown compute dtype"
+                                    f"{suggest(dtype, COMPUTE_DTYPES)}")
+                    continue
+                s = _read_number(e, key, PARAMS[key], f"{where} {key}.{dtype}", problems)
+                if s is not None:
+                    out[f"{key}.{dtype}"] = Value(s.value, _origin(origin_label, s), s)
+        elif key in BOOLS:
+            src = table.get(f"{key}_source")
+            if not isinstance(entry, bool):
+                problems.append(f"{where}: {key} must be true or false, got {entry!r}")
+            elif not (isinstance(src, str) and src.strip()):
+                problems.append(f"{where}: {key} needs a {key}_source text saying where the "
+                                f"behaviour is documented")
+            else:
+                out[key] = Value(entry, f"{origin_label}; {src}")
+        elif key.endswith("_source") and key[:-7] in BOOLS:
+            if key[:-7] not in table:
+                problems.append(f"{where}: {key} without {key[:-7]}")
+            elif not isinstance(entry, str):
+                problems.append(f"{where}: {key} must be a text, got {entry!r}")
+        elif key in PARAMS:
+            s = _read_number(entry, key, PARAMS[key], f"{where} {key}", problems)
+            if s is not None:
+                out[key] = Value(s.value, _origin(origin_label, s), s)
+        elif key in RETIRED:
+            problems.append(f"{where}: parameter {key!r} is {RETIRED[key]}")
+        else:
+            problems.append(f"{where}: unknown parameter {key!r}"
+                            f"{suggest(key, (*PARAMS, *(f'{b}_source' for b in BOOLS)))}")
+    return out
+
+
+def _read_overrides(raw: dict[str, Any], kind: str, file: str, problems: list[str],
+                    levels: dict[tuple[str, str], dict[str, Value]]) -> None:
+    """``[vendor.<v>]``, ``[class.<c>]`` or ``[device.<id>]`` tables of a file."""
+    tables = raw.get(kind)
+    if tables is None:
+        return
+    if not isinstance(tables, dict):
+        problems.append(f"{file}: [{kind}] must hold one table per {kind}, got {tables!r}")
+        return
+    known: Iterable[str] = {"vendor": _known_vendors(), "class": CLASSES,
+                            "device": tuple(_catalog_devices())}[kind]
+    for key, table in tables.items():
+        if key not in known:
+            problems.append(f"{file}: [{kind}.{key}]: unknown {kind}{_suggest(key, known)}")
+            continue
+        levels[(kind, key)] = _read_level(table, f"{kind}.{tomlio.key(key)}", file, problems)
+
+
+# --------------------------------------------------------------------------------------------
+# parsing one file
+
+
+@functools.cache
+def _raw_catalog(engine_id: str) -> dict[str, Any]:
+    return tomlio.load(engines_dir() / f"{engine_id}.toml")
+
+
+def _delegates_of(engine_id: str) -> list[str]:
+    """Engine ids a catalog engine delegates to (read from the raw file, no validation)."""
+    try:
+        table = _raw_catalog(engine_id).get("delegate", {})
+    except SpecError:
+        return []
+    return [v for v in table.values() if isinstance(v, str)] if isinstance(table, dict) else []
+
+
+def _find_cycle(start: str, first: list[str]) -> list[str] | None:
+    """A delegation path from ``start`` back to an engine already on it, if any."""
+    def walk(node: str, targets: list[str], path: list[str]) -> list[str] | None:
+        for t in targets:
+            if t in path:
+                return [*path, t]
+            if t in ENGINE_IDS:
+                found = walk(t, _delegates_of(t), [*path, t])
+                if found:
+                    return found
+        return None
+    return walk(start, first, [start])
+
+
+def parse_engine(raw: dict[str, Any], file: str, *, expected_id: str | None = None) -> Engine:
+    """Build an :class:`Engine` from a parsed TOML table; one SpecError with every problem."""
+    problems: list[str] = []
+    for key in raw:
+        if key not in TOP_KEYS and key not in PARAMS:
+            problems.append(f"{file}: unknown top-level key {key!r}{suggest(key, TOP_KEYS)}")
+        elif key in PARAMS:
+            problems.append(f"{file}: parameter {key!r} at top level: put it in [defaults] (or an "
+                            f"override table)")
+    text = {}
+    for key in ("id", "name", "description", "versions"):
+        v = raw.get(key)
+        if not (isinstance(v, str) and v.strip()):
+            problems.append(f"{file}: missing text field {key!r}")
+        text[key] = v if isinstance(v, str) else ""
+    engine_id = text["id"]
+    if expected_id is not None and engine_id and engine_id != expected_id:
+        problems.append(f"{file}: id {engine_id!r} does not match the file name ({expected_id!r})")
+
+    runs_on = raw.get("runs_on")
+    if not (isinstance(runs_on, list) and runs_on):
+        problems.append(f"{file}: runs_on must be a non-empty list of 'all', 'vendor:<vendor>', "
+                        f"'class:<class>' or 'device:<id>'")
+        runs_on = []
+    runs_on = [t for t in runs_on if _check_target(t, f"{file}: runs_on", problems)]
+    notes = raw.get("notes", [])
+    if not (isinstance(notes, list) and all(isinstance(n, str) for n in notes)):
+        problems.append(f"{file}: notes must be a list of texts")
+        notes = []
+
+    levels: dict[tuple[str, str], dict[str, Value]] = {}
+    levels[("defaults", "")] = (_read_level(raw["defaults"], "defaults", file, problems)
+                                if "defaults" in raw else {})
+    for kind in ("class", "vendor", "device"):
+        _read_overrides(raw, kind, file, problems, levels)
+
+    delegate: list[tuple[str, str]] = []
+    table = raw.get("delegate")
+    if table is not None:
+        if not isinstance(table, dict) or not table:
+            problems.append(f"{file}: [delegate] must map targets such as \"vendor:NVIDIA\" to "
+                            f"engine ids")
+        else:
+            for target, target_engine in table.items():
+                ok = _check_target(target, f"{file}: [delegate]", problems)
+                if not isinstance(target_engine, str) or target_engine not in ENGINE_IDS:
+                    problems.append(f"{file}: [delegate] {target!r} = {target_engine!r}: unknown "
+                                    f"engine{suggest(str(target_engine), ENGINE_IDS)}")
+                elif ok:
+                    delegate.append((target, target_engine))
+            cycle = _find_cycle(engine_id, [e for _, e in delegate])
+            if cycle:
+                problems.append(f"{file}: [delegate] cycle {' -> '.join(cycle)}: an engine cannot "
+                                f"delegate (directly or through others) back to itself")
+
+    defaults = levels[("defaults", "")]
+    if engine_id == "ideal":
+        for (level, key), values in levels.items():
+            if values:
+                label = f"{level}.{key}" if key else level
+                problems.append(f"{file}: the ideal engine sets no parameters (found "
+                                f"{', '.join(sorted(values))} in [{label}])")
+    elif isinstance(raw.get("defaults"), dict) or ("defaults" not in raw and not delegate):
+        for name in PARAMS:
+            if name in OPTIONAL:
+                continue
+            flat = f"{name}.bf16" if name in BY_DTYPE else name
+            if flat not in defaults and not _failed(raw, name):
+                what = f"{name}.bf16" if name in BY_DTYPE else name
+                problems.append(f"{file}: [defaults] lacks {what}: a real serving stack is not "
+                                f"ideal here; give a sourced value or an estimate with its rule")
+    _check_custom_allreduce(levels, file, problems)
+    if problems:
+        raise SpecError(problems, f"engine {file}")
+    return Engine(id=engine_id, name=text["name"], description=text["description"],
+                  versions=text["versions"], runs_on=tuple(runs_on),
+                  notes=tuple(notes), levels=levels, delegate=tuple(delegate), where=file)
+
+
+def _check_custom_allreduce(levels: Mapping[tuple[str, str], Mapping[str, Value]], file: str,
+                            problems: list[str]) -> None:
+    """A file that gives some level a custom all-reduce (``custom_allreduce_max_bytes`` > 0) must
+    state its group limit, cost, bandwidth and thresholds somewhere in the file: their ideal values
+    (no cost, any size one-shot) would make a real engine's kernels look free."""
+    uses = [lvl for lvl, values in levels.items()
+            if values.get("custom_allreduce_max_bytes", Value(0.0, "")).value]
+    if not uses:
+        return
+    stated = {k for values in levels.values() for k in values}
+    missing = [k for k in CUSTOM_ALLREDUCE if k not in stated]
+    if missing:
+        where = ", ".join(f"[{lvl}.{key}]" if key else f"[{lvl}]" for lvl, key in uses)
+        problems.append(f"{file}: {where} gives the engine a custom all-reduce "
+                        f"(custom_allreduce_max_bytes > 0) but the file does not state "
+                        f"{', '.join(missing)}: give each a sourced value or an estimate with its "
+                        f"rule")
+
+
+def _failed(raw: dict[str, Any], name: str) -> bool:
+    """Whether ``[defaults]`` gives ``name`` (``bf16`` for a compute table), so that a missing
+    resolved value means a bad value, already reported, not an absent one."""
+    d = raw.get("defaults")
+    if not isinstance(d, dict) or name not in d:
+        return False
+    return not (name in BY_DTYPE and isinstance(d[name], dict) and "bf16" not in d[name])

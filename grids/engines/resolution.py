@@ -1,0 +1,150 @@
+"""Resolution: an (engine, device) pair to plain SI numbers (:class:`EngineParams`).
+
+:func:`resolve` takes each parameter by a per-parameter fallback ``[device.<id>]`` ->
+``[vendor.<vendor>]`` -> ``[class.<cls>]`` -> ``[defaults]`` -> the ideal value (only for
+parameters whose ideal value is physically right when absent, see ``OPTIONAL``). A calibration
+overlay (fitted plain numbers with the same hierarchy) takes precedence over the file at the same
+or a less specific level. An engine with a ``[delegate]`` table (``native``) hands each device to
+another engine, most specific key first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from grids.engines.catalog import load_engine
+from grids.engines.overlay import _overlay_levels, shipped_overlay
+from grids.engines.parameters import (
+    BOOLS,
+    BY_DTYPE,
+    FILL_FROM,
+    FLAT_KEYS,
+    PARAMS,
+    SCALARS,
+    EngineParams,
+)
+from grids.engines.profile import Engine, Value
+from grids.errors import SpecError
+from grids.hardware import COMPUTE_DTYPES, Device
+
+# --------------------------------------------------------------------------------------------
+# resolution
+
+
+def _ideal(engine: Engine, device: Device, *, supported: bool, why: str, delegate: str,
+           label: str) -> EngineParams:
+    origin = dict.fromkeys(FLAT_KEYS, label)
+    values: dict[str, Any] = {k: PARAMS[k].ideal for k in SCALARS}
+    ideal_dtype = dict.fromkeys(COMPUTE_DTYPES, float(PARAMS["prefill_compute"].ideal))
+    return EngineParams(engine=engine.id, device=device.id, supported=supported, why=why,
+                        delegate=delegate, versions=engine.versions,
+                        prefill_compute=dict(ideal_dtype), decode_compute=dict(ideal_dtype),
+                        origin=origin, **values)
+
+
+#: what the ``absent`` value of an optional parameter means, for the origin text
+_ABSENT_MEANS = {"in_switch_overhead": "the library does not reduce inside the switch (inf)",
+                 "custom_allreduce_max_bytes": "no custom all-reduce (0 B)",
+                 "fastest_collective": "the engine's own collective rules (0)"}
+
+
+def _resolve_levels(engine: Engine, device: Device,
+                    fitted: Mapping[tuple[str, str], Mapping[str, Value]]) -> EngineParams:
+    base = device.base or device.id
+    order = (("device", base), ("vendor", device.vendor), ("class", device.cls), ("defaults", ""))
+    chain = []
+    for lvl in order:
+        chain.append(fitted.get(lvl, {}))  # a fitted value beats the file at the same level
+        chain.append(engine.levels.get(lvl, {}))
+    suffix = f" (hypothetical {device.id} resolves as its base {base})" if device.base else ""
+    # an engine that sets nothing at any level is the physics bound (``ideal``): every parameter at
+    # its ideal value; a real engine's optional parameters it leaves out take their absent value
+    real = any(engine.levels.values())
+    found: dict[str, Value] = {}
+    for key in FLAT_KEYS:
+        for level in chain:
+            if key in level:
+                found[key] = level[key]
+                break
+    values: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    for name in SCALARS:
+        if name in found:
+            v = found[name]
+            values[name] = v.value if name in BOOLS else float(v.value)
+            origin[name] = v.origin + suffix
+        elif real and PARAMS[name].absent is not None:
+            values[name] = PARAMS[name].absent
+            origin[name] = f"absent from every level of {engine.where}: {_ABSENT_MEANS[name]}"
+        else:
+            values[name] = PARAMS[name].ideal
+            origin[name] = f"ideal value (absent from every level of {engine.where})"
+    tables: dict[str, dict[str, float]] = {}
+    for name in BY_DTYPE:
+        tables[name] = {}
+        fill = next((d for d in FILL_FROM if f"{name}.{d}" in found), None)
+        for dtype in COMPUTE_DTYPES:
+            key = f"{name}.{dtype}"
+            if key in found:
+                tables[name][dtype] = float(found[key].value)
+                origin[key] = found[key].origin + suffix
+            elif fill is not None:
+                tables[name][dtype] = float(found[f"{name}.{fill}"].value)
+                origin[key] = (f"as {name}.{fill} ({dtype} not listed at any level): "
+                               f"{found[f'{name}.{fill}'].origin}{suffix}")
+            else:
+                tables[name][dtype] = float(PARAMS[name].ideal)
+                origin[key] = f"ideal value (absent from every level of {engine.where})"
+    return EngineParams(engine=engine.id, device=device.id, supported=True, why="",
+                        delegate=engine.id, versions=engine.versions,
+                        prefill_compute=tables["prefill_compute"],
+                        decode_compute=tables["decode_compute"], origin=origin, **values)
+
+
+def resolve(engine: str | Path | Engine, device: Device,
+            overlay: Mapping[str, Any] | None = None) -> EngineParams:
+    """The parameters of ``engine`` on ``device`` in SI units (see the module docstring).
+
+    Parameters
+    ----------
+    engine : str, Path or Engine
+        Catalog id (``"vllm"``), path of an engine TOML file, or a loaded :class:`Engine`.
+    device : Device
+        A catalog, user or hypothetical device (a hypothetical one resolves as its base).
+    overlay : dict, optional
+        A parsed calibration overlay: ``{<engine>: {"defaults": {...}, "vendor": {<v>: {...}},
+        "class": {<c>: {...}}, "device": {<id>: {...}}}}`` of plain numbers (per-dtype sub-tables
+        for the compute factors). Only the sections of the engines used are checked. Default
+        (None): the shipped calibration, :func:`shipped_overlay`; ``{}``: none (the files' values).
+    """
+    return _resolve(load_engine(engine), device,
+                    shipped_overlay() if overlay is None else overlay, ())
+
+
+def _resolve(eng: Engine, device: Device, overlay: Mapping[str, Any],
+             seen: tuple[str, ...]) -> EngineParams:
+    if eng.id in seen:  # parse_engine rejects cycles among catalog engines; a guard for the rest
+        raise SpecError(f"engine delegation cycle {' -> '.join((*seen, eng.id))}")
+    problems: list[str] = []
+    hit = eng.delegate_for(device)
+    note = ""
+    if hit is not None:
+        target = load_engine(hit[1])
+        if target.runs_on_device(device):
+            sub = _resolve(target, device, overlay, (*seen, eng.id))
+            origin = {k: f"{eng.id} -> {sub.delegate} ({hit[0]}): {v}" for k, v in sub.origin.items()}
+            return EngineParams(**{**sub.__dict__, "engine": eng.id, "origin": origin})
+        note = f"; {hit[0]} names {target.id}, which does not run on {device.id}"
+    if not eng.runs_on_device(device):
+        why = f"{eng.id} does not run on {device.id} ({device.vendor}){note}"
+        return _ideal(eng, device, supported=False, why=why, delegate=eng.id,
+                      label=f"unsupported: {why}")
+    fitted = _overlay_levels(overlay, eng.id, problems)
+    if problems:
+        raise SpecError(problems, "engine overlay")
+    params = _resolve_levels(eng, device, fitted)
+    if note:
+        params.origin.update({k: v + note for k, v in params.origin.items()})
+    return params
