@@ -213,3 +213,20 @@ def test_the_report_is_a_leaf():
            for dep in deps if dep.startswith("sweep.report") and not name.startswith("sweep.report")
            and name not in allowed]
     assert not bad, bad
+
+
+#: the size above which a module holds more than one job (issue 25; docs/architecture.md, "Where
+#: each job lives"): split it by job instead of raising this
+MAX_MODULE_LINES = 600
+
+
+def test_no_module_is_over_600_lines():
+    big = {str(p.relative_to(REPO)): n for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")
+           if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert not big, f"split these modules by job: {big}"
+
+
+def test_every_subpackage_of_grids_says_what_it_holds():
+    for init in (REPO / "grids").glob("*/__init__.py"):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert doc and len(doc) > 20, f"{init.relative_to(REPO)} needs a docstring"
