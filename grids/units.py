@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 from grids.errors import SpecError
 
@@ -84,29 +85,41 @@ def parse_quantity(value: object, dimension: str, where: str = "") -> float:
         Unparseable string, unknown unit, unit of the wrong dimension, or a non-finite number.
     """
     loc = f"{where}: " if where else ""
+
+    def scale(unit: str) -> float:
+        if unit not in UNITS:
+            raise SpecError(f"{loc}unknown unit {unit!r} in {value!r} "
+                            f"(a {dimension} takes {SI_UNIT.get(dimension, '?')} with an SI prefix)")
+        dim, factor = UNITS[unit]
+        if dim != dimension:
+            raise SpecError(f"{loc}{value!r} is a {dim} but a {dimension} "
+                            f"({SI_UNIT.get(dimension, '?')}) is expected here")
+        return factor
+
+    return number_with_unit(value, scale, where, expected=f"a {dimension} quantity",
+                            example="'3.35 TB/s' or a plain SI number")
+
+
+def number_with_unit(value: object, scale: Callable[[str], float], where: str = "", *,
+                     expected: str, example: str, pattern: re.Pattern[str] = _NUM) -> float:
+    """The frame every unit reader shares: a plain number as it is; a string split by
+    ``pattern`` into a number and a unit, times ``scale(unit)`` (which raises :class:`SpecError`
+    for a unit it does not take); a boolean, another type or a non-finite result is an error
+    naming ``expected`` (e.g. "a bandwidth quantity") and, for unreadable text, ``example``."""
+    loc = f"{where}: " if where else ""
     if isinstance(value, bool):
-        raise SpecError(f"{loc}expected a {dimension} quantity, got a boolean {value!r}")
+        raise SpecError(f"{loc}expected {expected}, got a boolean {value!r}")
     if isinstance(value, (int, float)):
         out = float(value)
     elif isinstance(value, str):
-        m = _NUM.match(value)
+        m = pattern.match(value)
         if not m:
             raise SpecError(f"{loc}cannot read {value!r} as a number with a unit "
-                            f"(write e.g. '3.35 TB/s' or a plain SI number)")
+                            f"(write e.g. {example})")
         number, unit = float(m.group(1)), m.group(2)
-        if unit == "":
-            out = number
-        elif unit not in UNITS:
-            raise SpecError(f"{loc}unknown unit {unit!r} in {value!r} "
-                            f"(a {dimension} takes {SI_UNIT.get(dimension, '?')} with an SI prefix)")
-        else:
-            dim, factor = UNITS[unit]
-            if dim != dimension:
-                raise SpecError(f"{loc}{value!r} is a {dim} but a {dimension} "
-                                f"({SI_UNIT.get(dimension, '?')}) is expected here")
-            out = number * factor
+        out = number if unit == "" else number * scale(unit)
     else:
-        raise SpecError(f"{loc}expected a {dimension} quantity (number or string with unit), "
+        raise SpecError(f"{loc}expected {expected} (number or string with unit), "
                         f"got {type(value).__name__} {value!r}")
     if not math.isfinite(out):
         raise SpecError(f"{loc}{value!r} is not a finite number")

@@ -5,12 +5,12 @@ number into the file unit of its kind.
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
 from grids.errors import SpecError
 from grids.sourced import Sourced, read_sourced
+from grids.units import number_with_unit
 
 HOURS_PER_YEAR = 8760.0  # 365 d x 24 h
 HOURS_PER_MONTH = HOURS_PER_YEAR / 12.0  # 730 h
@@ -60,34 +60,19 @@ def parse_money(value: object, kind: str, where: str = "") -> float:
     """
     loc = f"{where}: " if where else ""
     base, units = MONEY_UNITS[kind]
-    if isinstance(value, bool):
-        raise SpecError(f"{loc}expected a number in {base}, got a boolean {value!r}")
-    if isinstance(value, (int, float)):
-        out = float(value)
-    elif isinstance(value, str):
-        m = _NUM.match(value)
-        if not m:
-            raise SpecError(f"{loc}cannot read {value!r} as a number with a unit (write e.g. "
-                            f"'1.5 {base}' or a plain number in {base})")
-        number, unit = float(m.group(1)), m.group(2)
-        if unit == "":
-            out = number
-        elif unit in units:
-            out = number * units[unit]
-        else:
-            other = next((k for k, (_, u) in MONEY_UNITS.items() if unit in u), None)
-            if other is not None:
-                raise SpecError(f"{loc}{value!r} is in {unit}, a {other} unit, but {base} is "
-                                f"expected here")
-            accepted = ", ".join(units) if units else "none: give a plain number"
-            raise SpecError(f"{loc}unknown unit {unit!r} in {value!r} (accepted units: "
-                            f"{accepted})")
-    else:
-        raise SpecError(f"{loc}expected a number in {base} (number or string with unit), got "
-                        f"{type(value).__name__} {value!r}")
-    if not math.isfinite(out):
-        raise SpecError(f"{loc}{value!r} is not a finite number")
-    return out
+
+    def scale(unit: str) -> float:
+        if unit in units:
+            return units[unit]
+        other = next((k for k, (_, u) in MONEY_UNITS.items() if unit in u), None)
+        if other is not None:
+            raise SpecError(f"{loc}{value!r} is in {unit}, a {other} unit, but {base} is "
+                            f"expected here")
+        accepted = ", ".join(units) if units else "none: give a plain number"
+        raise SpecError(f"{loc}unknown unit {unit!r} in {value!r} (accepted units: {accepted})")
+
+    return number_with_unit(value, scale, where, expected=f"a number in {base}",
+                            example=f"'1.5 {base}' or a plain number in {base}", pattern=_NUM)
 
 
 def _read_money(entry: Any, kind: str, where: str, problems: list[str], *,
