@@ -221,3 +221,18 @@ def test_sweep_bands_refuses_bad_output_before_any_work(tmp_path):
     other.write_text("x = 1\n")
     assert main(["bands", "-o", str(other)]) == 2
     assert other.read_text() == "x = 1\n"
+
+
+def test_points_carry_the_band_of_their_grid_twin(small):
+    rows = [dict(hardware=h, engine=e, model="llama-3.1-8b", precision="bf16", parallelism="tp1",
+                 batch=64, context=1024, output_len=256)
+            for h in ("h100-sxm", "mi300x", "gaudi3") for e in ("native", "ideal", "vllm")]
+    got = sweep.evaluate(pd.DataFrame(rows))
+    for r, band in zip(rows, got["band_factor"]):
+        want = float(small.band_factor.sel(hardware=r["hardware"], engine=r["engine"]))
+        assert band == want or (math.isnan(band) and math.isnan(want))
+        one = sweep.evaluate_point(**{k: v for k, v in r.items() if k not in ("hardware",
+                                      "model", "precision", "parallelism")},
+                                   hardware=r["hardware"], model=r["model"],
+                                   precision=r["precision"], parallelism=r["parallelism"])
+        assert one["band_factor"] == band or (math.isnan(band) and math.isnan(one["band_factor"]))

@@ -60,7 +60,7 @@ _INT8 = frozenset(m for m in METRICS if VARIABLES[m].dtype == "int8")
 _KEEP = tuple(m for m in METRICS if m not in RATE_METRICS)
 #: numpy dtype of each output column of :func:`sweep.execute.points.evaluate`
 _DTYPE = {**{m: np.int8 if m in _INT8 else np.float32 for m in METRICS},
-          "batch_used": np.float64}
+          "batch_used": np.float64, "band_factor": np.float64}
 _INPUTS = frozenset(EVALUATE_COLUMNS)
 _NEEDED = frozenset(("hardware", "model", "precision", "parallelism", "context", "output_len"))
 _LABELS = ("hardware", "model", "precision", "parallelism", "engine", "batching")
@@ -183,8 +183,8 @@ def evaluate_point(hardware: str, model: str, precision: str, parallelism: str, 
     [requests in flight per replica, or sequences of a static batch; ``"max"`` for the maximum
     load] or ``request_rate`` [requests/s arriving at the layout], ``context`` and
     ``output_len`` [tokens]) and its keywords. Returns the metrics of :func:`sweep.evaluate`'s
-    row (the latency percentiles only with ``request_rate``) and ``batch_used``: flags and codes
-    as ``int``, the rest as ``float`` (NaN where a metric does not apply). Units: see
+    row (the latency percentiles only with ``request_rate``), ``batch_used`` and ``band_factor``
+    (the uncertainty band, docs/analysis.md): flags and codes as ``int``, the rest as ``float`` (NaN where a metric does not apply). Units: see
     ``sweep.unit_registry()`` or docs/glossary.md.
     """
     at_rate = request_rate is not None
@@ -240,6 +240,8 @@ def evaluate_point(hardware: str, model: str, precision: str, parallelism: str, 
             v = out[k, 0]
             res[name] = int(v) if name in _INT8 else float(v)
     res["batch_used"] = used_value
+    band = pt.band
+    res["band_factor"] = float(band.ravel()[idx[0][0]]) if band is not None else math.nan
     return res
 
 

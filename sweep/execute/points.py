@@ -39,7 +39,7 @@ from grids.spec import (
 )
 from kernels.params import METRICS, MODE_CONTINUOUS, MODE_RATE, MODE_STATIC, RATE_METRICS
 from sweep.execute.tables import Tables, build_tables
-from sweep.results.assemble import metric_arrays
+from sweep.results.assemble import band_coordinates, metric_arrays
 
 #: the axes of a point and the loader of each axis' labels
 AXES: dict[str, Callable[[str], Any]] = {
@@ -77,6 +77,9 @@ class PointTables:
     costs: list[Any]
     prefill_chunk: float
     context_scaling: float = 1.0
+    #: ``[h, e]``: the uncertainty band of each (hardware, engine) pair (``band_factor`` of a
+    #: result, :func:`sweep.results.assemble.band_coordinates`)
+    band: np.ndarray | None = None
 
     @property
     def platform(self) -> np.ndarray:
@@ -146,7 +149,9 @@ def resolve_points(table: pd.DataFrame, loaders: dict[str, Callable[[str], Any]]
     costs = device_costs(devices, cost, missing="nan")
     pt = PointTables(labels, objects, None, index, [costs[d.id] for d in devices],  # type: ignore
                      float(prefill_chunk), float(context_scaling))
-    pt.tables = pt.retable(pt.engines(overlay))
+    engines = pt.engines(overlay)
+    pt.tables = pt.retable(engines)
+    pt.band = band_coordinates(devices, engines)["band_factor"][1]
     return pt
 
 
@@ -267,7 +272,10 @@ def evaluate(table: pd.DataFrame | Mapping[str, Any] | list, *,
     -------
     pandas.DataFrame
         A copy of ``table`` with one column per metric (see the glossary; the latency
-        percentiles with ``request_rate``) and ``batch_used`` (requests running at once).
+        percentiles with ``request_rate``), ``batch_used`` (requests running at once) and
+        ``band_factor`` (the uncertainty band of the row's engine on its device's vendor: 68% of
+        held-out measurements within [value / band_factor, value x band_factor]; NaN for
+        ``ideal``; docs/analysis.md, "Uncertainty bands").
     """
     table = as_table(table)
     bad = prefill_chunk_problem(prefill_chunk, "evaluate: prefill_chunk")
@@ -293,7 +301,7 @@ def evaluate(table: pd.DataFrame | Mapping[str, Any] | list, *,
         warnings.warn(f"evaluate: columns {unknown} are not inputs of the model and are passed "
                       f"through untouched (inputs: {', '.join(EVALUATE_COLUMNS)})", UserWarning,
                       stacklevel=2)
-    clash = [c for c in table.columns if c in METRICS or c == "batch_used"]
+    clash = [c for c in table.columns if c in METRICS or c in ("batch_used", "band_factor")]
     if clash:
         raise SpecError(f"evaluate: columns {clash} have the names of outputs; rename them")
     problems: list[str] = []
@@ -315,7 +323,10 @@ def evaluate(table: pd.DataFrame | Mapping[str, Any] | list, *,
         out[:, ml] = out_ml
         used[ml] = batch_ml
     keep = METRICS if at_rate else tuple(m for m in METRICS if m not in RATE_METRICS)
-    return with_outputs(table, {**metric_arrays(out, metrics=keep), "batch_used": used})
+    band = pt.band[pt.index["hardware"], pt.index["engine"]] if pt.band is not None \
+        else np.full(len(table), np.nan)
+    return with_outputs(table, {**metric_arrays(out, metrics=keep), "batch_used": used,
+                                "band_factor": band})
 
 
 def with_outputs(table: pd.DataFrame, columns: dict[str, np.ndarray]) -> pd.DataFrame:
