@@ -4,6 +4,7 @@ what results carry, ties in ``margin``, the band of the headline variation, and 
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -236,3 +237,29 @@ def test_points_carry_the_band_of_their_grid_twin(small):
                                    hardware=r["hardware"], model=r["model"],
                                    precision=r["precision"], parallelism=r["parallelism"])
         assert one["band_factor"] == band or (math.isnan(band) and math.isnan(one["band_factor"]))
+
+
+def test_flips_between_ideal_and_native_are_counted_pair_by_pair(small):
+    from scripts.engine_flips import flips
+    from sweep.analysis.basis import parse_basis
+    from sweep.analysis.select import candidates
+
+    ds = small.sel(engine=["native", "ideal"])
+    rows, total = flips(ds, "power")
+    c = candidates(ds, "throughput", ("parallelism",), basis=parse_basis("power"))
+    want = {}
+    hw = list(ds.hardware.values)
+    for a, b in itertools.combinations(hw, 2):
+        n = k = 0
+        for mod in ds.model.values:
+            for bt in ds.batch.values:
+                v = {(h, e): float(c.sel(hardware=h, engine=e, model=mod, batch=bt).squeeze())
+                     for h in (a, b) for e in ("native", "ideal")}
+                if not all(np.isfinite(list(v.values()))):
+                    continue
+                n += 1
+                k += (v[a, "ideal"] - v[b, "ideal"]) * (v[a, "native"] - v[b, "native"]) < 0
+        if k:
+            want[(a, b)] = k
+    assert want and {(r["a"], r["b"]): r["flips"] for r in rows} == want
+    assert total["flips"] == sum(want.values()) and 0 <= total["within_band"] <= total["flips"]
