@@ -166,7 +166,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         print(json.dumps({
             "output": str(output), "command": command,
             "fits": {f.unit.name: {"rows": f.rows, "values": f.values, "stderr": f.stderr,
-                                   "at_bound": f.at_bound, "before": f.before,
+                                   "at_bound": f.at_bound, "reverted": f.reverted,
+                                   "before": f.before,
                                    "after": f.after} for f in cal.fits},
             "before": {k: V.records(v) for k, v in V.summarize(before).items()},
             "after": {k: V.records(v) for k, v in V.summarize(after).items()},
@@ -241,8 +242,9 @@ def bands_markdown(tables: dict[str, Any]) -> str:
 
 
 def fit_table(cal) -> str:
-    """One row per fitted unit: rows, each parameter's value +/- its standard error, the ones at
-    a bound (findings), the median abs rel error before and after."""
+    """One row per fitted unit: rows, each parameter's value +/- its standard error, the ones
+    whose fit reached a bound (findings, kept at their prior), the median abs rel error before
+    and after."""
     from sweep.validate.report import fmt_error
 
     lines = ["| unit | rows | fitted values (+/- std. error) | at bound | before | after |",
@@ -251,7 +253,9 @@ def fit_table(cal) -> str:
         vals = ", ".join(f"{p} {_fmt_param(p, v)}"
                          + (f" ± {_fmt_param(p, f.stderr[p])}" if f.stderr[p] == f.stderr[p]
                             else "") for p, v in f.values.items())
-        lines.append(f"| {f.unit.name} | {f.rows} | {vals} | {', '.join(f.at_bound) or '-'} | "
+        bound = ", ".join(f"{p} (reached {_fmt_param(p, v)}; kept at the prior)"
+                          for p, v in f.reverted.items())
+        lines.append(f"| {f.unit.name} | {f.rows} | {vals or '-'} | {bound or '-'} | "
                      f"{fmt_error(f.before)} | {fmt_error(f.after)} |")
     return "\n".join(lines)
 

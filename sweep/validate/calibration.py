@@ -14,7 +14,7 @@ Parameters per unit, each only where the unit's rows carry information on it: ``
 ``decode_compute.<dtype>`` and ``prefill_compute.<dtype>`` for the compute dtypes of its rows
 (fp16 and bf16 as one 16-bit factor, :data:`TIED_DTYPES`; factors on the device's achievable
 efficiency, physical bounds (0.05, 1]: an engine cannot beat what the hardware catalog says the
-best software reaches; a factor that ends at 1 is reported as a finding), ``iteration_overhead``
+best software reaches), ``iteration_overhead``
 and ``request_overhead`` [s], ``kv8_efficiency`` where rows use an 8-bit KV cache. Device-level
 values are never fitted: two devices of one vendor share their engine's parameters, so a device
 at least as good in every resource is never predicted slower.
@@ -26,6 +26,11 @@ parameters above like any other row. (The ring model's ``link_efficiency`` and
 ``collective_latency``, which this fit used to absorb multi-device error into, were retired by
 issue 20.)
 
+A parameter whose fit ends at one of its bounds is a finding, not a value: the rows want what
+the physics does not allow, so a mechanism is missing. It keeps its prior (the engine file's
+value, or the pooled fit's for a vendor unit), is reported (``reverted_at_bound``), and the unit's
+other parameters are fitted again without it (:func:`fit_within_bounds`).
+
 The objective is the log error ``ln(predicted / measured)`` of every usable row with a stated
 engine, minimised robustly (:func:`scipy.optimize.least_squares`, ``loss='soft_l1'``,
 ``f_scale = 0.1``) plus a weak prior toward the starting values (the engine files' estimates, then
@@ -36,6 +41,7 @@ never fitted. The result is an overlay (``[<engine>.defaults]``, ``[<engine>.ven
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import math
 import subprocess
@@ -123,6 +129,11 @@ class UnitFit:
     male_after: float
     success: bool
     message: str = ""
+    #: parameters whose fit ended at a physical bound, with the bound value they reached: a
+    #: finding (the rows want what the physics does not allow, so a mechanism is missing), not a
+    #: value to ship; they keep their prior (the engine file's or the pooled fit's value) and the
+    #: rest is fitted again without them
+    reverted: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -277,6 +288,29 @@ def fit_unit(ev: Evaluator, unit: Unit, overlay: dict[str, Any], *, loss: Loss =
         success=bool(res.success), message=str(res.message))
 
 
+def fit_within_bounds(ev: Evaluator, unit: Unit, overlay: dict[str, Any],
+                      say: Any = None, **opts: Any) -> UnitFit | None:
+    """:func:`fit_unit`, then again without every parameter that ended at a physical bound (it
+    keeps its prior and is reported in ``reverted``) until none does (issue 20: a value at a
+    bound is a finding, never shipped). None when no row of the unit can be evaluated."""
+    say = say or (lambda msg: None)
+    f = fit_unit(ev, unit, overlay, **opts)
+    reverted: dict[str, float] = {}
+    while f is not None and f.at_bound:
+        reverted.update({p: f.values[p] for p in f.at_bound})
+        say(f"  {unit.name}: {', '.join(f'{p} at its bound {f.values[p]:.4g}' for p in f.at_bound)}"
+            f": kept at the prior, the rest refitted")
+        free = [p for p in unit.params if p not in reverted]
+        if not free:
+            f = dataclasses.replace(f, values={}, stderr={}, at_bound=[], after=f.before,
+                                    male_after=f.male_before)
+            break
+        f = fit_unit(ev, dataclasses.replace(unit, params=free), overlay, **opts)
+    if f is not None:
+        f = dataclasses.replace(f, unit=unit, reverted=reverted)
+    return f
+
+
 def _copy(overlay: dict[str, Any]) -> dict[str, Any]:
     """A deep copy of a nested dict of numbers."""
     return {k: _copy(v) if isinstance(v, dict) else v for k, v in overlay.items()}
@@ -303,8 +337,8 @@ def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: Loss 
         raise SpecError("calibrate: no usable row names its engine; nothing to fit")
     for unit in sorted(units, key=lambda u: (u.engine, u.level != "defaults", u.key)):
         say(f"fitting {unit.name} on {len(unit.rows)} rows: {', '.join(unit.params)}")
-        f = fit_unit(ev, unit, overlay, loss=loss, f_scale=f_scale, prior_weight=prior_weight,
-                     max_nfev=max_nfev)
+        f = fit_within_bounds(ev, unit, overlay, say, loss=loss, f_scale=f_scale,
+                              prior_weight=prior_weight, max_nfev=max_nfev)
         if f is None:
             say(f"  {unit.name}: no row can be evaluated, left at the file's values")
             continue
@@ -390,6 +424,7 @@ def overlay_toml(cal: Calibration, *, data_path: str | Path, command: str,
             "rows": f.rows, "parameters": list(f.values), "start": list(f.start.values()),
             "values": list(f.values.values()),
             "stderr": [f.stderr[p] for p in f.values], "at_bound": f.at_bound,
+            "reverted_at_bound": list(f.reverted), "bound_reached": list(f.reverted.values()),
             "before_median_abs_rel_error": f.before, "after_median_abs_rel_error": f.after,
         } for f in cal.fits},
     }
