@@ -313,9 +313,16 @@ def test_calibrate_subset_writes_loadable_overlay(tmp_path, capsys):
     assert (shipped.read_bytes() if shipped.exists() else None) == before
     # the engine catalog applies it: a fitted value is what resolve gives, and says so
     overlay = C.read_overlay_file(out)
-    p = resolve("trtllm", load_device("h100-sxm"), overlay)
-    assert p.iteration_overhead == pytest.approx(cal["trtllm"]["defaults"]["iteration_overhead"])
-    assert "fitted" in p.origin["iteration_overhead"]
+    checked = 0
+    for engine in ("trtllm", "vllm"):  # (a parameter that reached a bound kept its prior)
+        p = resolve(engine, load_device("h100-sxm"), overlay)
+        for name, v in cal[engine]["defaults"].items():
+            got = getattr(p, name)
+            for dtype, x in (v.items() if isinstance(v, dict) else [(None, v)]):
+                assert (got[dtype] if dtype else got) == pytest.approx(x), (engine, name)
+                assert "fitted" in p.origin[f"{name}.{dtype}" if dtype else name]
+                checked += 1
+    assert checked >= 3
     # validate with that overlay file
     assert main(["validate", "--data", data, "--calibration", str(out), "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
@@ -431,6 +438,8 @@ def test_shipped_overlay_is_current_in_bounds_and_applied():
                 for dtype, x in (v.items() if isinstance(v, dict) else [("", v)]):
                     lo, hi, _ = C._bounds_of(name)
                     assert lo <= x <= hi, (engine, level, key, name, dtype)
+                    tol = 1e-3 * (hi - lo)  # the fit's own test of a value at a bound
+                    assert lo + tol < x < hi - tol, ("a value at a bound ships", engine, name)
             # a device of that vendor on which the engine runs takes the value, unless the
             # engine file sets it for the device or its class (a more specific level wins)
             for dev in devices:
@@ -450,3 +459,34 @@ def test_shipped_overlay_is_current_in_bounds_and_applied():
                             assert got == pytest.approx(x), (engine, dev.id, flat)
                             checked += 1
     assert checked > 50
+
+
+def test_a_parameter_that_reaches_a_bound_keeps_its_prior(monkeypatch):
+    """fit_within_bounds refits without every parameter whose fit ended at a bound, until none
+    does, and reports the bound each one reached (issue 20: such a value is a finding)."""
+    calls = []
+
+    def fake_fit(ev, unit, overlay, **opts):
+        calls.append(list(unit.params))
+        # "bandwidth" always runs to its bound; "kv8_efficiency" only while bandwidth is free
+        at = [p for p in unit.params if p == "bandwidth"
+              or (p == "kv8_efficiency" and "bandwidth" in unit.params)]
+        values = {p: (1.0 if p in at else 0.5) for p in unit.params}
+        return C.UnitFit(unit=unit, start=dict.fromkeys(unit.params, 0.6), values=values,
+                         stderr=dict.fromkeys(unit.params, 0.01), at_bound=at, rows=10,
+                         before=0.4, after=0.2, male_before=0.5, male_after=0.3, success=True)
+
+    monkeypatch.setattr(C, "fit_unit", fake_fit)
+    unit = C.Unit("vllm", "defaults", "", np.arange(10),
+                  ["bandwidth", "kv8_efficiency", "iteration_overhead"])
+    f = C.fit_within_bounds(None, unit, {})
+    assert calls == [["bandwidth", "kv8_efficiency", "iteration_overhead"],
+                     ["iteration_overhead"]]
+    assert f.reverted == {"bandwidth": 1.0, "kv8_efficiency": 1.0}
+    assert f.values == {"iteration_overhead": 0.5} and f.unit.params == unit.params
+    # every parameter at a bound: nothing is fitted, the unit keeps its priors
+    monkeypatch.setattr(C, "fit_unit", lambda ev, u, o, **k: fake_fit(ev, u, o) if u.params
+                        != ["iteration_overhead"] else None)
+    g = C.fit_within_bounds(None, C.Unit("vllm", "defaults", "", np.arange(3), ["bandwidth"]),
+                            {})
+    assert g.values == {} and g.reverted == {"bandwidth": 1.0} and g.after == g.before
