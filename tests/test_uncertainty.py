@@ -263,3 +263,13 @@ def test_flips_between_ideal_and_native_are_counted_pair_by_pair(small):
             want[(a, b)] = k
     assert want and {(r["a"], r["b"]): r["flips"] for r in rows} == want
     assert total["flips"] == sum(want.values()) and 0 <= total["within_band"] <= total["flips"]
+
+
+def test_bands_follow_a_selection_that_drops_the_engine_dim(small):
+    one = small.sel(engine="native")  # engine becomes a scalar coordinate
+    mv = one.sweep.max_variation("throughput")
+    full = small.sel(engine=["native"]).sweep.max_variation("throughput")
+    assert mv["band"] == full["band"] and mv["ratio"] == full["ratio"]
+    m = one.sweep.margin("throughput")
+    assert (m["margin_band"].values == small.sel(engine=["native"]).sweep.margin(
+        "throughput")["margin_band"].squeeze("engine").values).all()

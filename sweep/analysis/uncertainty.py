@@ -31,12 +31,14 @@ def has_bands(ds: xr.Dataset) -> bool:
 
 
 def _groups(ds: xr.Dataset) -> xr.DataArray:
-    """An integer code per (hardware, engine): equal codes = one (serving engine, vendor)."""
-    used = ds["engine_used"].transpose("hardware", "engine")
-    served = np.asarray(used.values).tolist()  # plain str: a file may hold numpy's StringDType
-    vendor = np.asarray(ds["hardware_vendor"].values).tolist()
-    keys = [[f"{u}|{vendor[i]}" for u in row] for i, row in enumerate(served)]
-    _, codes = np.unique(np.array(keys, dtype=object).ravel(), return_inverse=True)
+    """An integer code per (hardware, engine) (whichever of the two are still dims): equal codes
+    = one (serving engine, vendor)."""
+    used, vendor = xr.broadcast(ds["engine_used"].reset_coords(drop=True),
+                                ds["hardware_vendor"].reset_coords(drop=True))
+    # plain str lists: a file may hold numpy's StringDType, which does not cast to str arrays
+    keys = [f"{u}|{v}" for u, v in zip(np.asarray(used.values).ravel().tolist(),
+                                        np.asarray(vendor.values).ravel().tolist())]
+    _, codes = np.unique(np.array(keys, dtype=object), return_inverse=True)
     return xr.DataArray(codes.reshape(used.shape), dims=used.dims,
                         coords={d: ds[d] for d in used.dims})
 
