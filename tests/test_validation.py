@@ -292,7 +292,8 @@ def test_calibrate_subset_writes_loadable_overlay(tmp_path, capsys):
     before = shipped.read_bytes() if shipped.exists() else None
     data = _write(_subset(), tmp_path / "subset.csv")
     out = tmp_path / "cal.toml"
-    assert main(["calibrate", "--data", data, "-o", str(out), "--max-nfev", "8"]) == 0
+    assert main(["calibrate", "--data", data, "-o", str(out), "--max-nfev", "8",
+                 "--min-rows", "5"]) == 0
     text = capsys.readouterr().out
     assert "leave-one-publisher-out" in text and "| held-out publisher |" in text
     assert "fitting trtllm.defaults" in text and "fitting vllm.defaults" in text
@@ -490,3 +491,22 @@ def test_a_parameter_that_reaches_a_bound_keeps_its_prior(monkeypatch):
     g = C.fit_within_bounds(None, C.Unit("vllm", "defaults", "", np.arange(3), ["bandwidth"]),
                             {})
     assert g.values == {} and g.reverted == {"bandwidth": 1.0} and g.after == g.before
+
+
+def test_an_engine_with_too_few_rows_keeps_its_file_values(tmp_path, capsys):
+    sub = _subset()
+    sub = sub[~(sub["engine"].eq("vllm") & sub["usable"].eq("yes")).cumsum().gt(8)]  # 8 vLLM
+    data = _write(sub, tmp_path / "subset.csv")
+    rows = pd.read_csv(data)
+    counts = rows.loc[rows["usable"].eq("yes"), "engine"].value_counts()
+    lo, hi = int(counts.min()), int(counts.max())
+    assert (lo, hi) == (8, 12)
+    out = tmp_path / "cal.toml"
+    assert main(["calibrate", "--data", data, "-o", str(out), "--max-nfev", "4",
+                 "--min-rows", str(hi), "--no-lopo"]) == 0
+    assert "not fitted, the engine file's values stand" in capsys.readouterr().out
+    cal = tomllib.loads(out.read_text())
+    assert set(cal) - {"provenance"} == {counts.idxmax()}
+    assert cal["provenance"]["not_fitted_too_few_rows"] == {counts.idxmin(): lo}
+    assert main(["calibrate", "--data", data, "-o", str(out), "--min-rows", str(hi + 1)]) == 2
+    assert "nothing to fit" in capsys.readouterr().err

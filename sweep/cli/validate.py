@@ -330,7 +330,8 @@ def register(subparsers) -> None:
                    help="overlay TOML to write (never inside the installed package; in a source "
                         "checkout, grids/data/engines/calibration.toml updates the shipped one)")
     c.add_argument("--min-rows", type=int, default=20, metavar="N",
-                   help="an engine's vendor gets its own fit from N usable rows (default 20)")
+                   help="an engine, and an engine's vendor, gets its own fit from N usable rows "
+                        "(default 20; an engine with fewer keeps its file's values)")
     c.add_argument("--loss", choices=("soft_l1", "huber", "cauchy", "linear"),
                    default="soft_l1", help="robust loss of least_squares (default soft_l1)")
     c.add_argument("--f-scale", type=float, default=0.1,

@@ -5,7 +5,8 @@ best software reaches on a device (sourced or class-default achievable fractions
 (``grids/data/engines``) states how far a serving stack falls short of that and what it costs on top
 (docs/engines.md). Fitting units are hierarchical, as the engine catalog resolves:
 
-1. ``<engine>.defaults``: one parameter set per engine, pooled over every row that names it;
+1. ``<engine>.defaults``: one parameter set per engine, pooled over every row that names it,
+   where at least ``min_rows`` rows do (fewer: the engine file's values stand, reported);
 2. ``<engine>.vendor.<vendor>``: the same engine on one vendor's devices, where that vendor has at
    least ``min_rows`` rows and is not the engine's only vendor; it starts from the pooled values and
    a prior pulls it toward them, so thin data stay near the pooled fit.
@@ -142,6 +143,8 @@ class Calibration:
     overlay: dict[str, Any]  # engine -> {"defaults": {...}, "vendor": {v: {...}}}
     rows: pd.DataFrame
     options: dict[str, Any] = field(default_factory=dict)
+    #: engines named by fewer than ``min_rows`` usable rows: not fitted (engine -> rows)
+    thin: dict[str, int] = field(default_factory=dict)
 
 
 def _bounds_of(name: str) -> tuple[float, float, float]:
@@ -194,6 +197,8 @@ def plan_units(ev: Evaluator, min_rows: int) -> list[Unit]:
     for engine in sorted(set(rows.loc[stated, "engine"])):
         sel = stated & rows["engine"].eq(engine).to_numpy()
         idx = np.flatnonzero(sel)
+        if len(idx) < min_rows:  # too few to fit: the engine file's values stand
+            continue
         units.append(Unit(engine, "defaults", "", idx, unit_params(rows.iloc[idx],
                                                                    dtypes.iloc[idx])))
         vs = sorted(set(vendors.iloc[idx]))
@@ -333,8 +338,14 @@ def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: Loss 
     overlay: dict[str, Any] = {}
     fits: list[UnitFit] = []
     units = plan_units(ev, min_rows)
+    named = pd.Series(rows.loc[~ev.engine_assumed, "engine"]).value_counts()
+    thin = {str(e): int(n) for e, n in named.items() if n < min_rows}
+    for e, n in sorted(thin.items()):
+        say(f"{e}: {n} usable row(s), fewer than --min-rows {min_rows}: not fitted, the engine "
+            f"file's values stand")
     if not units:
-        raise SpecError("calibrate: no usable row names its engine; nothing to fit")
+        raise SpecError("calibrate: no engine has enough usable rows that name it "
+                        f"(--min-rows {min_rows}); nothing to fit")
     for unit in sorted(units, key=lambda u: (u.engine, u.level != "defaults", u.key)):
         say(f"fitting {unit.name} on {len(unit.rows)} rows: {', '.join(unit.params)}")
         f = fit_within_bounds(ev, unit, overlay, say, loss=loss, f_scale=f_scale,
@@ -347,7 +358,7 @@ def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: Loss 
             _set(overlay, unit.engine, unit.level, unit.key, p, v)
     return Calibration(fits, overlay, rows, options={
         "min_rows": min_rows, "loss": loss, "f_scale": f_scale, "prior_weight": prior_weight,
-        "max_nfev": max_nfev})
+        "max_nfev": max_nfev}, thin=thin)
 
 
 def leave_one_publisher_out(df: pd.DataFrame, *, progress=None, **opts: Any
@@ -419,6 +430,7 @@ def overlay_toml(cal: Calibration, *, data_path: str | Path, command: str,
                    f"{cal.options['prior_weight']} toward the starting values"),
         "bounds": "; ".join(f"{k} [{lo:g}, {hi:g}]" for k, (lo, hi, _) in BOUNDS.items()),
         "rows_usable": len(cal.rows),
+        "not_fitted_too_few_rows": dict(cal.thin),
         **{k: v for k, v in summary.items() if v is not None},
         "unit": {f.unit.name: {
             "rows": f.rows, "parameters": list(f.values), "start": list(f.start.values()),
