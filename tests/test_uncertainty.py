@@ -225,8 +225,8 @@ def test_sweep_bands_refuses_bad_output_before_any_work(tmp_path):
 
 
 def test_points_carry_the_band_of_their_grid_twin(small):
-    rows = [dict(hardware=h, engine=e, model="llama-3.1-8b", precision="bf16", parallelism="tp1",
-                 batch=64, context=1024, output_len=256)
+    rows = [{"hardware": h, "engine": e, "model": "llama-3.1-8b", "precision": "bf16",
+             "parallelism": "tp1", "batch": 64, "context": 1024, "output_len": 256}
             for h in ("h100-sxm", "mi300x", "gaudi3") for e in ("native", "ideal", "vllm")]
     got = sweep.evaluate(pd.DataFrame(rows))
     for r, band in zip(rows, got["band_factor"]):

@@ -109,7 +109,8 @@ CAUSES = {
                   "batching, each finished request replaced at once): {conc_12} requests in "
                   "flight on the MI300X (KV room for {maxc_12}), {conc_13} on 4 H100s (room for "
                   "{maxc_13}), the decode {bound_12}- and {bound_13}-bound, and gives {ratio_12}, "
-                  "{ratio_13} and {ratio_14} times the measured throughput; the sensitivity column shows the assumed prompt "
+                  "{ratio_13} and {ratio_14} times the measured throughput; the sensitivity column "
+                  "shows the assumed prompt "
                   "length does not explain it. Not in the model: whether the seed's clients kept "
                   "the cap in flight, the spread of request lengths (one request of mean length "
                   "stands for the distribution), preemption"),

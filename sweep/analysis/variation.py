@@ -197,7 +197,8 @@ def max_variation(ds: xr.Dataset, metric: str, over: str = "hardware",
     Returns ``{"ratio", "metric", "over", "best_over", "basis", "median_ratio", "points",
     "where": {dim: value}, "best", "worst", "best_value", "worst_value", "best_layout",
     "worst_layout", "units", "estimated_power", "band", "ratio_low", "ratio_high"}`` or None
-    when no point has two feasible candidates (``median_ratio``: the median of the ratio over the ``points`` where it is
+    when no point has two feasible candidates (``median_ratio``: the median of the ratio over
+    the ``points`` where it is
     defined; ``*_layout``: the layout each of the two runs on the basis, when the layouts were
     reduced; ``estimated_power``: which of the two rest on an estimated power, on a per-kW
     basis, :func:`estimated_power`; ``band``: the uncertainty band of the ratio and

@@ -144,7 +144,8 @@ def margin(ds: xr.Dataset, metric: str, over: str = "hardware",
     / best for lower-is-better ones: >= 1; NaN with fewer than two feasible candidates),
     ``n_feasible``, ``margin_band`` and ``tie`` (when ``ds`` carries uncertainty bands and
     ``over`` is hardware or engine: the band of the margin and 1 where the margin is within it,
-    :mod:`sweep.analysis.uncertainty`) and ``why_none``: where nothing is feasible, why (the reason most candidates
+    :mod:`sweep.analysis.uncertainty`) and ``why_none``: where nothing is feasible, why (the
+    reason most candidates
     share, :func:`sweep.analysis.feasible.why_infeasible`; points that fit but do not count on
     the basis: :data:`sweep.analysis.feasible.OUTSIDE_BASIS`), ``""`` elsewhere.
     """

@@ -184,7 +184,8 @@ def evaluate_point(hardware: str, model: str, precision: str, parallelism: str, 
     load] or ``request_rate`` [requests/s arriving at the layout], ``context`` and
     ``output_len`` [tokens]) and its keywords. Returns the metrics of :func:`sweep.evaluate`'s
     row (the latency percentiles only with ``request_rate``), ``batch_used`` and ``band_factor``
-    (the uncertainty band, docs/analysis.md): flags and codes as ``int``, the rest as ``float`` (NaN where a metric does not apply). Units: see
+    (the uncertainty band, docs/analysis.md): flags and codes as ``int``, the rest as ``float``
+    (NaN where a metric does not apply). Units: see
     ``sweep.unit_registry()`` or docs/glossary.md.
     """
     at_rate = request_rate is not None

@@ -117,7 +117,7 @@ def coordinate_values(spec: GridSpec, *, engines: list | None = None, costs: lis
     out.update(band_coordinates(devs, engines))
     out["peak_flops"] = (("hardware", "precision"),
                          peak_table([d.peak_flops for d in devs], spec.precisions), {})
-    for dims, name, units, long_name in COORDS_2D:
+    for _, name, units, long_name in COORDS_2D:
         out[name][2].update({"long_name": long_name, **({"units": units} if units else {})})
     return out
 

@@ -155,7 +155,7 @@ def compute_bands(df: pd.DataFrame, *, quantile: float = DEFAULT_QUANTILE,
     kept = lovo[lovo["group_vendor"].map(counts).ge(min_rows)]
     w = 1.0 / kept["group_vendor"].map(counts).to_numpy(dtype=np.float64)
     per_vendor = {str(v): {"factor": factor(np.abs(g["log_error"].to_numpy()), quantile),
-                           "rows": int(len(g)),
+                           "rows": len(g),
                            "bias": float(np.median(g["log_error"].to_numpy()))}
                   for v, g in kept.groupby("group_vendor", sort=True)}
     diffs = pair_differences(held)
@@ -164,7 +164,7 @@ def compute_bands(df: pd.DataFrame, *, quantile: float = DEFAULT_QUANTILE,
         "no_data": factor(np.abs(kept["log_error"].to_numpy()), quantile, w),
         "no_data_vendors": per_vendor,
         "pooled": factor(np.abs(held["log_error"].to_numpy()), quantile),
-        "pooled_rows": int(len(held)),
+        "pooled_rows": len(held),
         "same_group_pairs": int(diffs.size)}
     if diffs.size >= min_rows:
         settings["same_group_ratio"] = factor(diffs, quantile)
