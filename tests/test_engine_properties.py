@@ -149,7 +149,10 @@ def test_shipped_calibration_is_applied():
     default, cal, files = evaluate(table), evaluate(table, calibration=shipped), \
         evaluate(table, calibration={})
     np.testing.assert_array_equal(default["tpot"], cal["tpot"])
-    assert np.all(default["tpot"] != files["tpot"])
+    fitted = table["engine"].isin(list(shipped)).to_numpy()  # sglang has too few rows to fit
+    assert fitted.sum() == 2 and not fitted.all()
+    assert np.all(default["tpot"][fitted] != files["tpot"][fitted])
+    np.testing.assert_array_equal(default["tpot"][~fitted], files["tpot"][~fitted])
 
 
 # --------------------------------------------------------------------------------- ideal bound
