@@ -23,7 +23,8 @@ from grids.engines.parameters import (
 )
 from grids.engines.profile import Value, _catalog_devices, _known_vendors, _suggest
 from grids.errors import SpecError, suggest
-from grids.hardware import CLASSES, COMPUTE_DTYPES
+from grids.hardware import CLASSES
+from grids.hardware.device import unknown_dtype
 from grids.units import parse_quantity
 
 # --------------------------------------------------------------------------------------------
@@ -70,9 +71,8 @@ def _overlay_level(table: Any, label: str, problems: list[str]) -> dict[str, Val
                 problems.append(f"{where}: {name} must be a table of factors per compute dtype")
                 continue
             for dtype, x in v.items():
-                if dtype not in COMPUTE_DTYPES:
-                    problems.append(f"{where}: {name}.{dtype}: unknown compute dtype"
-                                    f"{suggest(dtype, COMPUTE_DTYPES)}")
+                if bad := unknown_dtype(dtype, f"{where}: {name}.{dtype}"):
+                    problems.append(bad)
                     continue
                 val = _overlay_value(name, x, f"{where} {name}.{dtype}", problems)
                 if val is not None:

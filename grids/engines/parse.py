@@ -32,7 +32,8 @@ from grids.engines.profile import (
     _suggest,
 )
 from grids.errors import SpecError, suggest
-from grids.hardware import CLASSES, COMPUTE_DTYPES
+from grids.hardware import CLASSES
+from grids.hardware.device import unknown_dtype
 from grids.sourced import Sourced, read_sourced
 
 TOP_KEYS = ("id", "name", "description", "versions", "runs_on", "notes", "defaults", "vendor",
@@ -80,9 +81,8 @@ def _read_level(table: Any, label: str, file: str, problems: list[str]) -> dict[
                                 f"dtype, e.g. bf16 = {{ value = 0.8, source = \"...\" }}")
                 continue
             for dtype, e in entry.items():
-                if dtype not in COMPUTE_DTYPES:
-                    problems.append(f"{where}: {key}.{dtype}: unknown compute dtype"
-                                    f"{suggest(dtype, COMPUTE_DTYPES)}")
+                if bad := unknown_dtype(dtype, f"{where}: {key}.{dtype}"):
+                    problems.append(bad)
                     continue
                 s = _read_number(e, key, PARAMS[key], f"{where} {key}.{dtype}", problems)
                 if s is not None:

@@ -8,9 +8,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from grids.errors import suggest
 from grids.sourced import Sourced
 
 COMPUTE_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4", "int4")
+
+
+def unknown_dtype(dtype: str, where: str) -> str:
+    """The problem of a per-dtype table key that is not a compute dtype ('' when it is one):
+    ``"<where>: unknown compute dtype (did you mean ...)"``."""
+    if dtype in COMPUTE_DTYPES:
+        return ""
+    return f"{where}: unknown compute dtype{suggest(dtype, COMPUTE_DTYPES)}"
 CLASSES = ("gpu", "systolic", "sram-manycore", "wafer-scale", "dataflow", "deterministic-pipeline")
 TIER_KINDS = ("sram", "dram")
 MAX_TIERS = 3

@@ -15,7 +15,6 @@ from grids.hardware.classes import class_defaults
 from grids.hardware.device import (
     BY_DTYPE,
     CLASSES,
-    COMPUTE_DTYPES,
     EFFICIENCY_FIELDS,
     ENERGY_FIELDS,
     INTERCONNECT_KEYS,
@@ -25,6 +24,7 @@ from grids.hardware.device import (
     Device,
     Efficiency,
     MemoryTier,
+    unknown_dtype,
 )
 from grids.sourced import Sourced, read_sourced
 
@@ -135,9 +135,8 @@ def _read_peaks(raw: dict[str, Any], r: _Reader) -> dict[str, float]:
         return {}
     peaks: dict[str, float] = {}
     for dtype, entry in pf.items():
-        if dtype not in COMPUTE_DTYPES:
-            r.problems.append(f"{r.where}: peak_flops.{dtype}: unknown compute dtype"
-                              f"{suggest(dtype, COMPUTE_DTYPES)}")
+        if bad := unknown_dtype(dtype, f"{r.where}: peak_flops.{dtype}"):
+            r.problems.append(bad)
             continue
         v = r.num(entry, "flops", f"peak_flops.{dtype}")
         if v is not None:
@@ -307,9 +306,8 @@ def _read_by_dtype(table: Any, peaks: dict[str, float], r: _Reader) -> dict[str,
         return {}
     out: dict[str, float] = {}
     for dtype, entry in table.items():
-        if dtype not in COMPUTE_DTYPES:
-            r.problems.append(f"{r.where}: {key}.{dtype}: unknown compute dtype"
-                              f"{suggest(dtype, COMPUTE_DTYPES)}")
+        if bad := unknown_dtype(dtype, f"{r.where}: {key}.{dtype}"):
+            r.problems.append(bad)
             continue
         v = r.fraction(entry, f"{key}.{dtype}")
         if v is None:

@@ -98,6 +98,19 @@ def _rows(table: dict[str, Any], key: str, where: str, problems: list[str]) -> l
     return rows
 
 
+def _shared_fields(row: dict[str, Any], money: str, where: str, problems: list[str]
+                   ) -> tuple[dict[str, Sourced], int, Sourced | None, bool, bool, str]:
+    """What a cloud and a purchase row both hold: (sources, accelerators, price in ``money``
+    units, includes_host, preferred, notes)."""
+    sources: dict[str, Sourced] = {}
+    n_acc = _accelerators(row, where, problems, sources)
+    price = _read_money(row.get("price"), money, f"{where}.price", problems)
+    host = _flag(row, "includes_host", where, problems)
+    pref = _flag(row, "preferred", where, problems, required=False)
+    notes = _text(row, "notes", where, problems, required=False)
+    return sources, n_acc, price, host, pref, notes
+
+
 def _cloud_row(row: dict[str, Any], where: str, problems: list[str],
                reserved: bool) -> CloudPrice | None:
     n0 = len(problems)
@@ -108,12 +121,8 @@ def _cloud_row(row: dict[str, Any], where: str, problems: list[str],
     _unknown(row, _RESERVED_KEYS if reserved else _CLOUD_KEYS, where, problems)
     texts = {k: _text(row, k, where, problems) for k in ("provider", "offering", "region",
                                                           "as_of")}
-    sources: dict[str, Sourced] = {}
-    n_acc = _accelerators(row, where, problems, sources)
-    price = _read_money(row.get("price"), "usd_per_hour", f"{where}.price", problems)
-    host = _flag(row, "includes_host", where, problems)
-    pref = _flag(row, "preferred", where, problems, required=False)
-    notes = _text(row, "notes", where, problems, required=False)
+    sources, n_acc, price, host, pref, notes = _shared_fields(row, "usd_per_hour", where,
+                                                              problems)
     term = _text(row, "term", where, problems, required=reserved)
     if len(problems) > n0 or price is None:
         return None
@@ -130,12 +139,7 @@ def _capex_row(row: dict[str, Any], where: str, problems: list[str]) -> Purchase
     if texts["strength"] and texts["strength"] not in STRENGTHS:
         problems.append(f"{where}.strength: {texts['strength']!r} is not one of "
                         f"{', '.join(STRENGTHS)}{suggest(texts['strength'], STRENGTHS)}")
-    sources: dict[str, Sourced] = {}
-    n_acc = _accelerators(row, where, problems, sources)
-    price = _read_money(row.get("price"), "usd", f"{where}.price", problems)
-    host = _flag(row, "includes_host", where, problems)
-    pref = _flag(row, "preferred", where, problems, required=False)
-    notes = _text(row, "notes", where, problems, required=False)
+    sources, n_acc, price, host, pref, notes = _shared_fields(row, "usd", where, problems)
     if len(problems) > n0 or price is None:
         return None
     sources["price"] = price

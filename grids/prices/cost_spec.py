@@ -59,6 +59,15 @@ class CostSpec:
         return out
 
 
+def _money(value: Any, kind: str, where: str, problems: list[str]) -> float | None:
+    """:func:`parse_money`, its problems appended instead of raised (None then)."""
+    try:
+        return parse_money(value, kind, where)
+    except SpecError as exc:
+        problems.extend(exc.problems)
+        return None
+
+
 def parse_cost_spec(table: Any, *, device_ids: list[str] | tuple[str, ...] | None = None,
                     prices: PriceCatalog | None = None) -> CostSpec:
     """Validate a grid spec's ``[cost]`` table; one SpecError lists every problem.
@@ -124,12 +133,8 @@ def parse_cost_spec(table: Any, *, device_ids: list[str] | tuple[str, ...] | Non
     for name, (kind, *_rest) in PARAMETERS.items():
         if name not in table:
             continue
-        try:
-            v = parse_money(table[name], kind, f"cost.{name}")
-        except SpecError as exc:
-            problems.extend(exc.problems)
-            continue
-        if _check_range(name, v, f"cost.{name}", problems):
+        v = _money(table[name], kind, f"cost.{name}", problems)
+        if v is not None and _check_range(name, v, f"cost.{name}", problems):
             params[name] = v
     dev_prices: dict[str, dict[str, float]] = {}
     per_dev = table.get("device", {})
@@ -148,10 +153,8 @@ def parse_cost_spec(table: Any, *, device_ids: list[str] | tuple[str, ...] | Non
         for key, kind in DEVICE_OVERRIDE_KEYS.items():
             if key not in over:
                 continue
-            try:
-                v = parse_money(over[key], kind, f"{where}.{key}")
-            except SpecError as exc:
-                problems.extend(exc.problems)
+            v = _money(over[key], kind, f"{where}.{key}", problems)
+            if v is None:
                 continue
             if not v > 0:
                 problems.append(f"{where}.{key}: must be > 0, got {over[key]!r}")

@@ -303,6 +303,19 @@ def lopo_markdown(lopo: dict[str, dict[str, Any]]) -> str:
 # ------------------------------------------------------------------------------------ parser
 
 
+def _add_output_option(p: argparse.ArgumentParser, what: str, shipped: str) -> None:
+    p.add_argument("-o", "--output", required=True, metavar="FILE.toml",
+                   help=f"{what} TOML to write (never inside the installed package; in a source "
+                        f"checkout, {shipped} updates the shipped one)")
+
+
+def _add_overwrite_json(p: argparse.ArgumentParser, own: str, json_help: str) -> None:
+    p.add_argument("--overwrite", action="store_true",
+                   help=f"replace -o even if it is not {own} (by default only such a file is "
+                        f"replaced)")
+    p.add_argument("--json", action="store_true", help=json_help)
+
+
 def register(subparsers) -> None:
     """Add this module's sub-commands to the ``sweep`` parser."""
     v = subparsers.add_parser(
@@ -326,9 +339,7 @@ def register(subparsers) -> None:
         "calibrate", help="fit the engine catalog's parameters to the measurements and write a "
                           "calibration overlay")
     _add_data_options(c)
-    c.add_argument("-o", "--output", required=True, metavar="FILE.toml",
-                   help="overlay TOML to write (never inside the installed package; in a source "
-                        "checkout, grids/data/engines/calibration.toml updates the shipped one)")
+    _add_output_option(c, "overlay", "grids/data/engines/calibration.toml")
     c.add_argument("--min-rows", type=int, default=20, metavar="N",
                    help="an engine, and an engine's vendor, gets its own fit from N usable rows "
                         "(default 20; an engine with fewer keeps its file's values)")
@@ -342,24 +353,17 @@ def register(subparsers) -> None:
                    help="function evaluations per fitted unit (default 100)")
     c.add_argument("--no-lopo", action="store_true",
                    help="skip the leave-one-publisher-out check")
-    c.add_argument("--overwrite", action="store_true",
-                   help="replace -o even if it is not an overlay written by sweep calibrate (by "
-                        "default only such an overlay is replaced)")
-    c.add_argument("--json", action="store_true", help="print a JSON report")
+    _add_overwrite_json(c, "an overlay written by sweep calibrate", "print a JSON report")
     c.set_defaults(func=_cmd_calibrate)
 
     b = subparsers.add_parser(
         "bands", help="measure each engine x vendor's uncertainty band from held-out residuals "
                       "and write the bands file results carry")
     _add_data_options(b)
-    b.add_argument("-o", "--output", required=True, metavar="FILE.toml",
-                   help="bands TOML to write (never inside the installed package; in a source "
-                        "checkout, grids/data/bands.toml updates the shipped one)")
+    _add_output_option(b, "bands", "grids/data/bands.toml")
     b.add_argument("--quantile", type=float, default=0.68,
                    help="share of held-out measurements a band holds (default 0.68)")
     b.add_argument("--min-rows", type=int, default=10, metavar="N",
                    help="held-out rows a group needs for a band of its own (default 10)")
-    b.add_argument("--overwrite", action="store_true",
-                   help="replace -o even if it is not a bands file written by sweep bands")
-    b.add_argument("--json", action="store_true", help="print the bands as JSON")
+    _add_overwrite_json(b, "a bands file written by sweep bands", "print the bands as JSON")
     b.set_defaults(func=_cmd_bands)
