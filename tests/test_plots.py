@@ -109,3 +109,18 @@ def test_palette_is_okabe_ito():
     assert len(colours) == 8
     assert plots.style(8)[:2] != plots.style(0)[:2]  # ninth category: same colour, new hatch
     assert np.isfinite(plot_style._edges(np.array([1.0, 2.0, 4.0]))).all()
+
+
+def test_winner_map_marks_ties_within_the_uncertainty_band():
+    import sweep
+
+    grid = sweep.run({"hardware": ["h100-sxm", "h200-sxm", "mi300x"], "model": ["llama-3.1-8b"],
+                      "batch": [1, 64], "context": [1024, 8192], "precision": ["bf16"],
+                      "parallelism": ["tp1"]})
+    mg = grid.sweep.margin("throughput")
+    fig = plots.plot(grid, "winner-map")
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    marked = sum(t.startswith("~") for t in texts)
+    assert marked == int(mg["tie"].sum()) > 0  # H200 over H100 at batch 1 is within 1.23x
+    assert len(texts) == int(mg["margin"].notnull().sum())
+    assert "a tie" in fig.axes[0].get_title() or "a tie" in str(fig.texts)

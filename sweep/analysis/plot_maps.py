@@ -42,8 +42,9 @@ def winner_map(ds: xr.Dataset, model: str | None = None, precision: str | None =
                best_over=("parallelism",), sel: dict | None = None,
                basis: str | None = DEFAULT_BASIS) -> Figure:
     """The winning ``over`` label of ``metric`` (on ``basis``) at every (batch, context) cell,
-    with its margin over the runner-up written in the cell (small maps) and grey cells saying
-    why nothing is feasible there (:func:`sweep.analysis.winners.margin`)."""
+    with its margin over the runner-up written in the cell (small maps; ``~`` marks a margin
+    within the uncertainty band of the two labels' ratio, a tie) and grey cells saying why
+    nothing is feasible there (:func:`sweep.analysis.winners.margin`)."""
     from sweep.analysis.winners import margin
 
     check_metric(ds, metric)
@@ -93,10 +94,13 @@ def winner_map(ds: xr.Dataset, model: str | None = None, precision: str | None =
         handles.append(Patch(facecolor=grey, edgecolor="#333333",
                              label="\n".join(textwrap.wrap(f"none: {r}", 28))))
     marg = np.asarray(mg["margin"].values, np.float64)
+    # a margin within the uncertainty band of the two devices' ratio is a tie (marked ~)
+    tie = (np.asarray(mg["tie"].values) == 1) if "tie" in mg else np.zeros(marg.shape, bool)
     if marg.size <= ANNOTATE_CELLS:
         for (iy, ix), v in np.ndenumerate(marg):
             if np.isfinite(v):
-                ax.text(float(xs[ix]), float(ys[iy]), f"{v:.2f}x", ha="center", va="center", fontsize=6.5,
+                text = f"~{v:.2f}x" if tie[iy, ix] else f"{v:.2f}x"
+                ax.text(float(xs[ix]), float(ys[iy]), text, ha="center", va="center", fontsize=6.5,
                         bbox={"facecolor": "white", "alpha": 0.75, "pad": 0.6,
                               "edgecolor": "none"})
     _log_axes(ax, xs, ys, BATCH_LABEL, CONTEXT_LABEL)
@@ -106,6 +110,8 @@ def winner_map(ds: xr.Dataset, model: str | None = None, precision: str | None =
     how = f"each at its best {'/'.join(red)}; " if red else ""
     extra = f" ({', '.join(notes)})" if notes else ""
     cells = "; numbers: margin over the runner-up" if marg.size <= ANNOTATE_CELLS else ""
+    if cells and tie.any():
+        cells += " (~: within the uncertainty band, a tie)"
     outside_legend(fig, handles, over)
     set_title(ax, fig, f"Winner: {over} with the {better} {metric} {_basis_text(b)}\n"
               f"{how}model {m or '-'}, precision {p or '-'}{extra}{cells}")
