@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from grids import tomlio
 from grids.errors import SpecError
 
@@ -73,12 +75,19 @@ class Bands:
         ((engine, vendor) each): the measured same-group ratio band when the groups are one,
         else the two bands combined as independent log-normal errors,
         ``exp(sqrt(ln(f_a)^2 + ln(f_b)^2))``. NaN when either has no band."""
-        fa, fb = self.band(*a).factor, self.band(*b).factor
-        if not (math.isfinite(fa) and math.isfinite(fb)):
-            return math.nan
-        if a == b and math.isfinite(self.same_group_ratio):
-            return self.same_group_ratio
-        return math.exp(math.hypot(math.log(fa), math.log(fb)))
+        return float(pair_band(self.band(*a).factor, self.band(*b).factor, a == b,
+                               self.same_group_ratio))
+
+
+def pair_band(f_a: Any, f_b: Any, same: Any, same_ratio: float) -> Any:
+    """The band [1] of the ratio of two predictions with bands ``f_a`` and ``f_b`` (arrays
+    broadcast): ``same_ratio`` where ``same`` (one serving engine and vendor) and it is known,
+    else ``exp(hypot(ln f_a, ln f_b))``; NaN where either band is NaN."""
+    fa, fb = np.asarray(f_a, dtype=np.float64), np.asarray(f_b, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        indep = np.exp(np.hypot(np.log(fa), np.log(fb)))
+    out = np.where(np.asarray(same) & math.isfinite(same_ratio), same_ratio, indep)
+    return np.where(np.isfinite(fa) & np.isfinite(fb), out, np.nan)
 
 
 def _number(raw: dict[str, Any], key: str, where: str, problems: list[str], *,
@@ -141,4 +150,5 @@ def shipped_bands() -> Bands | None:
     return load_bands(BANDS_FILE) if BANDS_FILE.exists() else None
 
 
-__all__ = ["BANDS_FILE", "Band", "Bands", "load_bands", "parse_bands", "shipped_bands"]
+__all__ = ["BANDS_FILE", "Band", "Bands", "load_bands", "pair_band", "parse_bands",
+           "shipped_bands"]

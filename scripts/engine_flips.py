@@ -22,10 +22,10 @@ import itertools
 import numpy as np
 
 import sweep
+from grids.bands import pair_band
 from grids.spec import DEFAULT_SPEC
 from sweep.analysis.basis import parse_basis
 from sweep.analysis.select import candidates
-from sweep.analysis.uncertainty import pair_band
 
 
 def engine_shares(ds, basis: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from grids.bands import pair_band
+
 #: the dims bands are given over
 BAND_DIMS = ("hardware", "engine")
 
@@ -60,17 +62,6 @@ def _at(ds: xr.Dataset, over: str, reduced: Iterable[str]) -> tuple[xr.DataArray
             f = f.max(d)
             g = g.isel({d: 0}).where(one, -1)
     return f, g
-
-
-def pair_band(f_a: Any, f_b: Any, same: Any, same_ratio: float) -> Any:
-    """The band [1] of the ratio of two predictions with bands ``f_a`` and ``f_b`` (arrays
-    broadcast): ``same_ratio`` where ``same`` (one serving engine and vendor) and it is known,
-    else ``exp(hypot(ln f_a, ln f_b))``; NaN where either band is NaN."""
-    fa, fb = np.asarray(f_a, dtype=np.float64), np.asarray(f_b, dtype=np.float64)
-    with np.errstate(invalid="ignore"):
-        indep = np.exp(np.hypot(np.log(fa), np.log(fb)))
-    out = np.where(np.asarray(same) & math.isfinite(same_ratio), same_ratio, indep)
-    return np.where(np.isfinite(fa) & np.isfinite(fb), out, np.nan)
 
 
 def margin_band(ds: xr.Dataset, over: str, reduced: Iterable[str], first: xr.DataArray,
