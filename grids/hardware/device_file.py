@@ -7,6 +7,7 @@ class defaults (:mod:`grids.hardware.classes`) filling what the file leaves out.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,16 +129,23 @@ def _read_identity(raw: dict[str, Any], r: _Reader) -> int | None:
     return None if year is None else int(year)
 
 
+def _known_dtypes(table: dict[str, Any], key: str, r: _Reader) -> Iterator[tuple[str, Any]]:
+    """The ``(dtype, entry)`` pairs of a per-dtype table whose dtype is a compute dtype; each
+    other key is reported as a problem."""
+    for dtype, entry in table.items():
+        if bad := unknown_dtype(dtype, f"{r.where}: {key}.{dtype}"):
+            r.problems.append(bad)
+            continue
+        yield dtype, entry
+
+
 def _read_peaks(raw: dict[str, Any], r: _Reader) -> dict[str, float]:
     pf = raw.get("peak_flops", {})
     if not isinstance(pf, dict) or not pf:
         r.problems.append(f"{r.where}: missing [peak_flops] table (dense FLOP/s per compute dtype)")
         return {}
     peaks: dict[str, float] = {}
-    for dtype, entry in pf.items():
-        if bad := unknown_dtype(dtype, f"{r.where}: peak_flops.{dtype}"):
-            r.problems.append(bad)
-            continue
+    for dtype, entry in _known_dtypes(pf, "peak_flops", r):
         v = r.num(entry, "flops", f"peak_flops.{dtype}")
         if v is not None:
             peaks[dtype] = v
@@ -305,10 +313,7 @@ def _read_by_dtype(table: Any, peaks: dict[str, float], r: _Reader) -> dict[str,
                           f"dtype, e.g. bf16 = {{ value = 0.5, source = \"...\" }}")
         return {}
     out: dict[str, float] = {}
-    for dtype, entry in table.items():
-        if bad := unknown_dtype(dtype, f"{r.where}: {key}.{dtype}"):
-            r.problems.append(bad)
-            continue
+    for dtype, entry in _known_dtypes(table, key, r):
         v = r.fraction(entry, f"{key}.{dtype}")
         if v is None:
             continue

@@ -82,19 +82,22 @@ class ModelArch:
     rope_original_max_position_embeddings: int = 0  # tokens, 0 if the config gives none
     assumptions: tuple[str, ...] = ()
 
-    @property
-    def params_total(self) -> int:
+    def _params_with(self, experts: int) -> int:
+        """Parameters when ``experts`` routed experts of each MoE layer count."""
         return (self.params_attn + self.params_dense_mlp
-                + self.n_moe_layers * self.n_experts * self.params_expert
+                + self.n_moe_layers * experts * self.params_expert
                 + self.params_shared_experts + self.params_router + self.params_embed
                 + self.params_lm_head + self.params_other)
 
     @property
+    def params_total(self) -> int:
+        """Every parameter (all routed experts)."""
+        return self._params_with(self.n_experts)
+
+    @property
     def params_active(self) -> int:
-        return (self.params_attn + self.params_dense_mlp
-                + self.n_moe_layers * self.experts_per_token * self.params_expert
-                + self.params_shared_experts + self.params_router + self.params_embed
-                + self.params_lm_head + self.params_other)
+        """Parameters one token uses (``experts_per_token`` routed experts per MoE layer)."""
+        return self._params_with(self.experts_per_token)
 
     @property
     def is_moe(self) -> bool:

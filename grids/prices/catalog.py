@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import tomllib
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -45,30 +46,32 @@ _TOP_KEYS = ("pending_hardware", "rules", "parameters", "devices")
 _RULE_KEYS = ("cloud_preferred", "capex_preferred")
 
 
-def _text(table: dict[str, Any], key: str, where: str, problems: list[str],
-          required: bool = True) -> str:
+def _field(table: dict[str, Any], key: str, where: str, problems: list[str], required: bool,
+           default: Any, valid: Callable[[Any], bool], missing: str, expected: str) -> Any:
+    """``table[key]`` when ``valid``; else ``default``, with a problem when the key is required
+    (missing) or present but invalid."""
     v = table.get(key)
     if v is None:
         if required:
-            problems.append(f"{where}: missing text field '{key}'")
-        return ""
-    if not isinstance(v, str) or (required and not v.strip()):
-        problems.append(f"{where}.{key}: must be a non-empty string, got {v!r}")
-        return ""
+            problems.append(f"{where}: missing {missing}")
+        return default
+    if not valid(v):
+        problems.append(f"{where}.{key}: must be {expected}, got {v!r}")
+        return default
     return v
+
+
+def _text(table: dict[str, Any], key: str, where: str, problems: list[str],
+          required: bool = True) -> str:
+    return _field(table, key, where, problems, required, "",
+                  lambda v: isinstance(v, str) and (not required or bool(v.strip())),
+                  f"text field '{key}'", "a non-empty string")
 
 
 def _flag(table: dict[str, Any], key: str, where: str, problems: list[str],
           required: bool = True) -> bool:
-    v = table.get(key)
-    if v is None:
-        if required:
-            problems.append(f"{where}: missing '{key}' (true or false)")
-        return False
-    if not isinstance(v, bool):
-        problems.append(f"{where}.{key}: must be true or false, got {v!r}")
-        return False
-    return v
+    return _field(table, key, where, problems, required, False, lambda v: isinstance(v, bool),
+                  f"'{key}' (true or false)", "true or false")
 
 
 def _unknown(table: dict[str, Any], allowed: tuple[str, ...], where: str,

@@ -111,19 +111,28 @@ def _unpriced(dev_id: str, spec: CostSpec, params: CostParameters, why: str) -> 
                       params.utilisation, f"unpriced: {why}", label="unpriced")
 
 
+def _spec_override(over: dict[str, float], key: str, dev_id: str, what: str
+                   ) -> tuple[float, str, str] | None:
+    """``(value, source text, short label)`` of a price the grid spec's [cost.device.<id>] table
+    sets (``what`` formats the value), or None when it does not set ``key``."""
+    if key not in over:
+        return None
+    value = over[key]
+    return (value, f"{what.format(value)} from the grid spec [cost.device.{dev_id}]",
+            "grid spec [cost.device]")
+
+
 def _cloud_cost(dev_id: str, entry: DevicePrice | None, over: dict[str, float], spec: CostSpec,
                 params: CostParameters, prices: PriceCatalog, how: str) -> DeviceCost | None:
-    if "cloud_usd_per_hour" in over:
-        rate = over["cloud_usd_per_hour"]
-        text = f"cloud: {rate:g} USD per accelerator-hour from the grid spec [cost.device.{dev_id}]"
-        label = "grid spec [cost.device]"
-    else:
+    picked = _spec_override(over, "cloud_usd_per_hour", dev_id,
+                            "cloud: {:g} USD per accelerator-hour")
+    if picked is None:
         if entry is None or not entry.cloud:
             return None
         picked = _pick_cloud(entry, spec, prices)
         if picked is None:
             return None
-        rate, text, label = picked
+    rate, text, label = picked
     text += "; includes energy and hosting (not billed separately)"
     return DeviceCost(dev_id, spec.basis, "cloud", rate, False, 0.0, params.pue,
                       params.utilisation, how + text, label=label)
@@ -167,18 +176,16 @@ def _pick_cloud(entry: DevicePrice, spec: CostSpec, prices: PriceCatalog
 def _capex_cost(device: Any, entry: DevicePrice | None, over: dict[str, float], spec: CostSpec,
                 params: CostParameters, prices: PriceCatalog, how: str) -> DeviceCost | None:
     dev_id = device.id
-    if "purchase_usd" in over:
-        purchase = over["purchase_usd"]
-        origin = f"{purchase:,.0f} USD per accelerator from the grid spec [cost.device.{dev_id}]"
-        label = "grid spec [cost.device]"
-    else:
+    picked = _spec_override(over, "purchase_usd", dev_id, "{:,.0f} USD per accelerator")
+    if picked is None:
         if entry is None or not entry.capex:
             return None
         row = entry.preferred_capex
         assert row is not None
-        purchase = row.usd_per_accelerator
-        origin = f"{row.describe()}; preferred: {prices.rules['capex_preferred']}"
-        label = f"{row.seller} {row.item}"
+        picked = (row.usd_per_accelerator,
+                  f"{row.describe()}; preferred: {prices.rules['capex_preferred']}",
+                  f"{row.seller} {row.item}")
+    purchase, origin, label = picked
     power_w, power_text = hosting_power(device)
     purchase_h = purchase / params.amortisation_hours
     hosting_h = params.hosting_usd_per_watt_hour * power_w

@@ -35,6 +35,15 @@ def _check_range(name: str, value: float, where: str, problems: list[str]) -> bo
     return ok
 
 
+def _price_dict(rec: CloudPrice | PurchasePrice, per_accelerator: str) -> dict[str, Any]:
+    """A price record as JSON-ready fields, in declaration order, with its price per accelerator
+    (the property named ``per_accelerator``) and its sources."""
+    out = {f.name: getattr(rec, f.name) for f in dataclasses.fields(rec) if f.name != "sources"}
+    out[per_accelerator] = getattr(rec, per_accelerator)
+    out["sources"] = {k: v.to_dict() for k, v in rec.sources.items()}
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # catalog records
 
@@ -68,12 +77,7 @@ class CloudPrice:
                 f"({self.region}; {self.as_of}; {host}); source: {self.sources['price'].source}")
 
     def to_dict(self) -> dict[str, Any]:
-        out = {k: getattr(self, k) for k in ("provider", "offering", "accelerators",
-                                             "usd_per_hour", "region", "as_of", "includes_host",
-                                             "notes", "preferred", "term")}
-        out["usd_per_accelerator_hour"] = self.usd_per_accelerator_hour
-        out["sources"] = {k: v.to_dict() for k, v in self.sources.items()}
-        return out
+        return _price_dict(self, "usd_per_accelerator_hour")
 
 
 @dataclass(frozen=True)
@@ -103,12 +107,7 @@ class PurchasePrice:
                 f"{self.as_of}; covers {self.includes}); source: {self.sources['price'].source}")
 
     def to_dict(self) -> dict[str, Any]:
-        out = {k: getattr(self, k) for k in ("seller", "item", "accelerators", "usd", "strength",
-                                             "includes_host", "includes", "as_of", "notes",
-                                             "preferred")}
-        out["usd_per_accelerator"] = self.usd_per_accelerator
-        out["sources"] = {k: v.to_dict() for k, v in self.sources.items()}
-        return out
+        return _price_dict(self, "usd_per_accelerator")
 
 
 @dataclass(frozen=True)

@@ -219,7 +219,7 @@ def run_distributed(gr, scheduler: str, *, output, fmt=None, plan, progress: boo
 
     from sweep.execute.grid import RunStats
     from sweep.execute.plan import plan_chunks, zarr_chunks
-    from sweep.execute.signals import checkpoint, mark_published
+    from sweep.execute.signals import abandon, checkpoint
     from sweep.results.assemble import result_dims, result_metrics, template
     from sweep.results.files import ResultWriter
     from sweep.results.target import infer_format
@@ -314,9 +314,7 @@ def run_distributed(gr, scheduler: str, *, output, fmt=None, plan, progress: boo
             if fmt == "zarr" and not writer.published:  # running tasks finish their write
                 with contextlib.suppress(Exception):
                     client.run(_drain, _zarr_region_task.__name__, DRAIN_TIMEOUT)
-            writer.abort()
-            if writer.published:
-                mark_published(exc, output)
+            abandon(writer, exc, output)
             raise
         finally:
             bar.close()

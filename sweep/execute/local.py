@@ -29,7 +29,7 @@ from sweep.execute.plan import (
     zarr_chunks,
 )
 from sweep.execute.progress import Progress
-from sweep.execute.signals import checkpoint, guarded, mark_published
+from sweep.execute.signals import abandon, checkpoint, guarded, mark_published
 from sweep.results.assemble import build_dataset, result_dims, result_metrics, template
 from sweep.results.files import COMPRESSIONS, ResultWriter, open_result
 from sweep.results.target import TargetLock, check_output
@@ -245,9 +245,7 @@ def _run_to_file(gr: GridRun, tmpl: xr.Dataset, plan: MemoryPlan, progress: bool
     except BaseException as exc:
         if stream is not None:
             stream.abort()
-        writer.abort()
-        if writer.published:
-            mark_published(exc, output)
+        abandon(writer, exc, output)
         raise
     finally:
         bar.close()

@@ -53,6 +53,14 @@ def mark_published(exc: BaseException, output) -> BaseException:
     return exc
 
 
+def abandon(writer, exc: BaseException, output) -> None:
+    """After ``exc`` stopped a run: remove the writer's unfinished result (the previous one stays)
+    and, when the result was already published, say so on ``exc`` (:func:`mark_published`)."""
+    writer.abort()
+    if writer.published:
+        mark_published(exc, output)
+
+
 def checkpoint() -> None:
     """Raise :class:`Interrupted` if a signal arrived during the guarded run (even if the
     exception it raised at the time was swallowed)."""
