@@ -853,7 +853,8 @@ def static_batch_point(hw: dict, md: dict, px: dict, batch, context, output_len,
         latency_cov=cov, concurrency=batch,
     )
     if diagnostics:
-        extra.update(decode=dec, prefill=pre, sizes=sz, placement=placement)
+        extra.update(decode=dec, prefill=pre, sizes=sz, placement=placement, p_pre=p_pre,
+                     p_dec=p_dec)
     return done(out)
 
 

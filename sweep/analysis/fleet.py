@@ -56,6 +56,19 @@ def _latency(ds: xr.Dataset, name: str, percentile: str | None) -> str:
     return var
 
 
+def fleet_arguments(rate: float, ttft: float | None, tpot: float | None, by: str,
+                    percentile: str | None) -> tuple[str, float | None, float | None]:
+    """Check a fleet question's arguments; returns the column sized by and the targets [s]."""
+    if not (isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0):
+        raise SpecError(f"rate must be a positive number of requests per second, got {rate!r}")
+    key = BY.get(str(by), BY.get(str(by).lower()))
+    if key is None:
+        raise SpecError(f"by must be one of devices, kW or $, got {by!r}")
+    if percentile is not None and percentile not in PERCENTILES:
+        raise SpecError(f"percentile must be one of {list(PERCENTILES)}, got {percentile!r}")
+    return key, _target("ttft", ttft), _target("tpot", tpot)
+
+
 def fleet(ds: xr.Dataset, rate: float, ttft: float | None = None, tpot: float | None = None,
           *, by: str = "devices", percentile: str | None = None,
           over: Iterable[str] | str | None = None) -> pd.DataFrame:
@@ -76,14 +89,7 @@ def fleet(ds: xr.Dataset, rate: float, ttft: float | None = None, tpot: float | 
     left out (``attrs["unserved"]`` lists them), and so are unpriced ones when ranking by cost
     (``attrs["unpriced"]``).
     """
-    if not (isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0):
-        raise SpecError(f"rate must be a positive number of requests per second, got {rate!r}")
-    key = BY.get(str(by), BY.get(str(by).lower()))
-    if key is None:
-        raise SpecError(f"by must be one of devices, kW or $, got {by!r}")
-    if percentile is not None and percentile not in PERCENTILES:
-        raise SpecError(f"percentile must be one of {list(PERCENTILES)}, got {percentile!r}")
-    ttft, tpot = _target("ttft", ttft), _target("tpot", tpot)
+    key, ttft, tpot = fleet_arguments(rate, ttft, tpot, by, percentile)
     if "hardware" not in ds.dims:
         raise SpecError("fleet compares device types: the result needs a hardware dim (select "
                         "other dims away, keep hardware)")
@@ -125,7 +131,27 @@ def fleet(ds: xr.Dataset, rate: float, ttft: float | None = None, tpot: float | 
         kW=n * table["system_power"].to_numpy(np.float64) / 1e3,
         usd_per_h=n * table["cost_per_mtok"].to_numpy(np.float64)
         * table["throughput"].to_numpy(np.float64) * 3600.0 / 1e6)
-    rest = [d for d in ds.dims if d not in dims and d != "hardware"]
+    rest = [str(d) for d in ds.dims if d not in dims and d != "hardware"]
+    best = rank_fleets(table, key, rest, [str(h) for h in ds["hardware"].values])
+    cols = ["hardware", *rest, *dims, "replicas", "devices", "kW", "usd_per_h", "per_replica",
+            "ttft", "tpot", *(v for v in lat.values() if v not in ("ttft", "tpot")), "rank",
+            "margin"]
+    attrs = best.attrs
+    best = best[[c for c in cols if c in best.columns]]
+    best.attrs = {**attrs, "rate": float(rate), "ttft_target_s": ttft, "tpot_target_s": tpot,
+                  "percentile": percentile, "over": dims,
+                  "units": {"rate": "1/s", "per_replica": "1/s", "kW": "kW",
+                            "usd_per_h": "USD/h", "ttft": "s", "tpot": "s"}}
+    return best
+
+
+def rank_fleets(table: pd.DataFrame, key: str, rest: list[str], hardware: list[str]
+                ) -> pd.DataFrame:
+    """Each device type's best fleet of ``table`` (columns ``hardware``, ``rest``, ``devices``,
+    ``kW``, ``usd_per_h``) by ``key`` (ties: fewer devices, then less power) within each
+    combination of ``rest``, ranked with ``rank`` and ``margin`` (the next type's figure over
+    this one's; NaN for the last). ``attrs``: ``by``, ``unserved`` (types of ``hardware`` with
+    no row), ``unpriced`` (types left out of a cost ranking for want of a price)."""
     order = [key, *(c for c in ("devices", "kW") if c != key)]
     served = set(table["hardware"])
     unpriced: list[str] = []
@@ -144,16 +170,8 @@ def fleet(ds: xr.Dataset, rate: float, ttft: float | None = None, tpot: float | 
         ranks[idx] = np.arange(1, len(idx) + 1)
         margins[idx[:-1]] = vals[1:] / vals[:-1]
     best = best.assign(rank=ranks.astype(int), margin=margins)
-    cols = ["hardware", *rest, *dims, "replicas", "devices", "kW", "usd_per_h", "per_replica",
-            "ttft", "tpot", *(v for v in lat.values() if v not in ("ttft", "tpot")), "rank",
-            "margin"]
-    best = best[[c for c in cols if c in best.columns]]
-    best.attrs = {"rate": float(rate), "by": key, "ttft_target_s": ttft, "tpot_target_s": tpot,
-                  "percentile": percentile, "over": dims,
-                  "unserved": [h for h in map(str, ds["hardware"].values) if h not in served],
-                  "unpriced": unpriced,
-                  "units": {"rate": "1/s", "per_replica": "1/s", "kW": "kW",
-                            "usd_per_h": "USD/h", "ttft": "s", "tpot": "s"}}
+    best.attrs = {"by": key, "unserved": [h for h in hardware if h not in served],
+                  "unpriced": unpriced}
     return best
 
 

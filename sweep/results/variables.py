@@ -162,6 +162,9 @@ COORDS = (
     ("hardware", "sram_capacity", "B", "capacity of the first SRAM placement tier (0 = none)"),
     ("hardware", "device_memory", "B", "sum of on-device tier capacities"),
     ("hardware", "link_bandwidth", "B/s", "scale-up link bandwidth per direction"),
+    ("hardware", "scaleout_bandwidth", "B/s", "scale-out (beyond the scale-up domain) network "
+     "bandwidth per device per direction"),
+    ("hardware", "scaleout_latency", "s", "scale-out network latency per transfer"),
     ("hardware", "tdp", "W", "accelerator board/module power (thermal design power)"),
     ("hardware", "host_power", "W", "host and system power attributed to one accelerator"),
     ("hardware", "tdp_estimated", "1", "1 if the board power (tdp) is an estimate, not a published "
@@ -177,6 +180,9 @@ COORDS = (
     ("model", "params_active", "1", "parameters active per token"),
     ("model", "n_layers", "1", "decoder layers"),
     ("model", "kv_bytes_per_token", "B", "KV cache bytes per token at 16 bit"),
+    ("model", "kv_window_bytes_per_token", "B", "the part of kv_bytes_per_token on windowed "
+     "(sliding or chunked-local) attention layers, which keep at most attention_window tokens"),
+    ("model", "attention_window", "token", "window of the windowed attention layers (0 = none)"),
     ("precision", "weight_bits", "bit", "bits per weight"),
     ("precision", "act_bits", "bit", "bits per activation"),
     ("precision", "kv_bits", "bit", "bits per KV-cache element"),
