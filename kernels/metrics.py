@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from kernels.accelerate import scalar_jit
+from kernels.params import HW
 from kernels.roofline import (
     H_BCAP,
     H_CEN,
@@ -46,14 +47,19 @@ from kernels.roofline import (
     O_WHY,
 )
 
+H_KVFREE = HW["kv_free_fraction"]
+
 
 @scalar_jit
 def max_sequences(geo, hw, ly, per_seq, act_dev):
     """The most sequences a replica runs at once: the engine's batch cap, and whole sequences of
     ``per_seq`` bytes each on the busiest rank in the device memory left after the weights and
-    ``act_dev`` bytes of activations (with ``spill``, the host tier's too)  [model.md section 11].
-    May be below 1 (not even one sequence fits)."""
+    ``act_dev`` bytes of activations, of which an engine whose memory fraction applies to the
+    free memory gives the KV cache its share ``kv_free_fraction`` (with ``spill``, the host
+    tier's too)  [model.md section 11]. May be below 1 (not even one sequence fits)."""
     avail = geo.dev_cap - geo.weights_dev * (1.0 - ly[L_OFF]) - act_dev
+    if avail > 0.0:
+        avail *= hw[H_KVFREE]
     if ly[L_SPILL] > 0.5:
         avail += hw[H_HC] - geo.host_bytes
     if avail <= 0.0:

@@ -45,6 +45,9 @@ HW_FIELDS = (
     # mixed with decode in one forward pass, the KV block [token], and the admission rule
     # (1 = reserve prompt + output per request, 0 = allocate as generated)
     "chunked_prefill", "mixed_batching", "kv_block", "kv_reserve",
+    # the share of the memory free after weights and activations the KV cache gets (engines whose
+    # memory fraction applies to the free memory; 1 = the whole of it, section 11)
+    "kv_free_fraction",
     # cost
     "cost_fixed", "cost_energy",                            # [USD/s per device], [USD/J]
 )

@@ -233,10 +233,13 @@ def min_devices(hw: dict, md: dict, pr: dict, batch: float, context: float,
 def max_sequences(hw: dict, md: dict, pr: dict, ly: dict, sz: dict, x: float,
                   act_no_logits: float) -> float:
     """Section 11: ``B_fit = min(B_cap, ep floor(A / s_seq))``, the most sequences at length ``x``
-    a replica holds at once beside the weights and ``act_no_logits`` bytes of activations."""
+    a replica holds at once beside the weights and ``act_no_logits`` bytes of activations (``A``
+    the memory left, times the engine's ``kv_free_fraction``, plus the host tier's with spill)."""
     off = ly["offload"]
     usable = hw["capacity_fraction"] * sum(hw[f"tier{i}_capacity"] for i in range(N_TIERS))
     avail = usable - (1 - off) * (sz["w_dense"] + sz["w_exp"]) - act_no_logits
+    if avail > 0:  # an engine whose memory fraction is of the free memory: the KV cache's share
+        avail *= hw["kv_free_fraction"]
     if ly["spill"] != 0:
         avail += hw["host_capacity"] - off * (sz["w_dense"] + sz["w_exp"])
     if avail <= 0:

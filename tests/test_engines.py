@@ -60,7 +60,7 @@ def toy_raw(engine_id: str = "toy", runs_on=("vendor:NVIDIA",)) -> dict:
         "weight_only_efficiency": src(0.85), "pads_heads": False, "pads_heads_source": "test",
         "chunked_prefill": True, "chunked_prefill_source": "test", "mixed_batching": True,
         "mixed_batching_source": "test", "kv_block": src(16), "kv_reserve": False,
-        "kv_reserve_source": "test",
+        "kv_reserve_source": "test", "memory_of_free": False, "memory_of_free_source": "test",
         "prefill_compute": {"bf16": src(0.8)}, "decode_compute": {"bf16": src(0.7)},
     }
     return {"id": engine_id, "name": "Toy", "description": "test engine", "versions": "1",

@@ -111,6 +111,11 @@ PARAMS: dict[str, ParamSpec] = {
                               "behind compute"),
     "memory_fraction": ParamSpec(**_FRACTION, meaning="fraction of the device's usable memory the "
                                  "engine gives to weights, KV cache and activations"),
+    "memory_of_free": ParamSpec("bool", "bool", 0.0, 1.0, False, "memory_fraction is the share "
+                                "of the memory left after the weights and activation buffers that "
+                                "the KV cache gets (TensorRT-LLM's free_gpu_memory_fraction); "
+                                "false: the share of the whole usable memory that weights, KV "
+                                "cache and activations get (vLLM's gpu_memory_utilization)"),
     "max_batch": ParamSpec("count", "1", 1.0, math.inf, math.inf, "sequences the scheduler runs at "
                            "once per replica; inf = no cap", whole=True, allow_inf=True),
     "prefill_chunk": ParamSpec("count", "token", 0.0, math.inf, 0.0, "tokens per forward pass: "
@@ -216,6 +221,7 @@ class EngineParams:
     collective_overhead: float  # [s] per library collective call
     comm_overlap: float  # [1]
     memory_fraction: float  # [1]
+    memory_of_free: bool
     max_batch: float  # [1], inf = no cap
     prefill_chunk: float  # [token], 0 = workload setting, inf = no chunking
     kv8_efficiency: float  # [1]

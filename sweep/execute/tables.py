@@ -58,7 +58,9 @@ def platform_columns(dev: Device, eng: Any, cost: Any | None, prefill_chunk: flo
         tdp=dev.tdp, idle=dev.idle,
         host_power=dev.host_power, energy_sram=dev.energy_sram, energy_dram=dev.energy_dram,
         energy_host=dev.energy_host, energy_link=dev.energy_link,
-        capacity_fraction=dev.efficiency.capacity_fraction * eng.memory_fraction,
+        capacity_fraction=dev.efficiency.capacity_fraction * (
+            1.0 if eng.memory_of_free else eng.memory_fraction),
+        kv_free_fraction=eng.memory_fraction if eng.memory_of_free else 1.0,
         jitter=dev.efficiency.jitter, spatial_layers=1.0 if dev.spatial_layers else 0.0,
         layer_overhead=eng.layer_overhead, iteration_overhead=eng.iteration_overhead,
         request_overhead=eng.request_overhead, comm_bytes=eng.comm_bytes,
