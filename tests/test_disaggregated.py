@@ -64,8 +64,9 @@ def test_decode_phase_power_and_cost_are_the_kernels_decode_phase(p):
     devices = ly["tp"] * ly["pp"] * ly["ep"] * ly["dp"]
     power = devices * (ref["p_dec"] + hw["host_power"])
     e2e, e2e1 = full["e2e_latency"], prompt["e2e_latency"]
-    # the stored metrics are float32: the difference loses digits as the decode phase shrinks
-    tol = 1e-5 + 3e-7 * (e2e + e2e1) / (e2e - e2e1)
+    # the kernels agree with the reference to 2e-4 (tests/test_kernel_reference.py), and the
+    # stored metrics are float32: the difference loses digits as the decode phase shrinks
+    tol = 2e-4 * (e2e + e2e1) / (e2e - e2e1)
     got = decode_phase(full["system_power"], e2e, prompt["system_power"], e2e1)
     assert got == pytest.approx(power, rel=tol)
     if math.isfinite(hw["cost_fixed"]):
