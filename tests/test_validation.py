@@ -358,6 +358,52 @@ def test_calibration_recovers_known_parameters():
     assert fit.after < 0.005 < fit.before
 
 
+def test_a_narrower_dtype_slower_than_a_wider_one_is_reported_or_floored():
+    """Synthetic fp8 rows made with an fp8 decode factor that makes fp8 slower than bf16 on
+    every Hopper/Blackwell part: by default the fit recovers it and reports it as a finding;
+    with ``floor_dtypes`` it is raised (at the NVIDIA vendor level) to the least factor at which
+    no device computes fp8 slower than bf16, and nothing is left below a floor."""
+    use = USABLE & SHIPPED["engine"].eq("trtllm").to_numpy() \
+        & SHIPPED["hardware"].eq("h100-sxm").to_numpy() & SHIPPED["precision"].eq("fp8").to_numpy()
+    rows = SHIPPED[use]
+    rows = rows[rows["metric"] != "ttft"].sample(30, random_state=2)
+    truth = {"trtllm": {"defaults": {"decode_compute": {"fp8": 0.2}}}}
+    synth = V.compare(rows, overlay=truth)
+    ok = synth["status"].eq("used").to_numpy()
+    data = rows[ok].assign(value=synth.loc[ok, "predicted"].to_numpy())
+    key = ("vendor", "NVIDIA", "decode_compute.fp8")
+    plain = C.calibrate(data, prior_weight=0.0, max_nfev=40)
+    (fit,) = plain.fits
+    assert not fit.floored
+    assert fit.values["decode_compute.fp8"] == pytest.approx(0.2, rel=0.05)
+    was, floor = plain.dtype_violations["trtllm.defaults"][key]
+    assert was == pytest.approx(0.2, rel=0.05) and floor > 0.3
+    floored = C.calibrate(data, prior_weight=0.0, max_nfev=40, floor_dtypes=True)
+    (fit,) = floored.fits
+    assert key in fit.floored and "decode_compute.fp8" not in fit.values
+    got = floored.overlay["trtllm"]["vendor"]["NVIDIA"]["decode_compute"]["fp8"]
+    assert got == pytest.approx(fit.floored[key][1])
+    assert not floored.dtype_violations
+    assert not C.dtype_floors(fit.unit, floored.overlay)
+
+
+def test_the_shipped_overlay_reports_every_narrower_dtype_below_its_floor():
+    """The shipped calibration's provenance lists exactly the narrower-dtype factors that
+    :func:`dtype_floors` finds below their floor under it (the finding is current)."""
+    shipped = C.read_overlay_file(C.default_output())
+    with open(C.default_output(), "rb") as fh:
+        prov = tomllib.load(fh)["provenance"]
+    listed = prov["dtype_violations"]
+    for name in prov["unit"]:
+        engine, level, *key = name.split(".", 2)
+        unit = C.Unit(engine, level, key[0] if key else "", np.array([], dtype=np.int64), [])
+        found = {C.floor_label(*k): v for k, v in C.dtype_floors(unit, shipped).items()}
+        want = listed.get(name, {})
+        assert set(found) == set(want), name
+        for k, (was, fl) in found.items():
+            assert [was, fl] == pytest.approx(want[k], rel=1e-9), (name, k)
+
+
 def test_vendor_units_need_rows_and_a_second_vendor():
     ev = V.Evaluator(SHIPPED[USABLE])
     units = {u.name: u for u in C.plan_units(ev, 20)}

@@ -124,7 +124,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     quiet = args.json
     say = (lambda m: None) if quiet else (lambda m: print(f"  {m}", flush=True))
     opts = {"min_rows": args.min_rows, "loss": args.loss, "f_scale": args.f_scale,
-            "prior_weight": args.prior_weight, "max_nfev": args.max_nfev}
+            "prior_weight": args.prior_weight, "max_nfev": args.max_nfev,
+            "floor_dtypes": args.floor_dtypes}
     if not quiet:
         print("sweep calibrate: fitting the engine catalog (starting from the engine files)")
     cal = C.calibrate(df, progress=say, **opts)
@@ -157,7 +158,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                                  ("--prior-weight", args.prior_weight
                                   if args.prior_weight != C.PRIOR_WEIGHT else None),
                                  ("-o", _rel(output)))
-        if v is not None) + (" --no-lopo" if args.no_lopo else "")
+        if v is not None) + (" --no-lopo" if args.no_lopo else "") + (
+        " --floor-dtypes" if args.floor_dtypes else "")
     summary = {"before": summary_line(before), "after": summary_line(after),
                "leave_one_publisher_out": lopo or None}
     C.write_overlay(C.overlay_toml(cal, data_path=data, command=command, summary=summary),
@@ -167,16 +169,27 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             "output": str(output), "command": command,
             "fits": {f.unit.name: {"rows": f.rows, "values": f.values, "stderr": f.stderr,
                                    "at_bound": f.at_bound, "reverted": f.reverted,
+                                   "floored": {C.floor_label(*k): v
+                                               for k, v in f.floored.items()},
                                    "before": f.before,
                                    "after": f.after} for f in cal.fits},
             "before": {k: V.records(v) for k, v in V.summarize(before).items()},
             "after": {k: V.records(v) for k, v in V.summarize(after).items()},
             "leave_one_publisher_out": lopo,
+            "dtype_violations": {u: {C.floor_label(*k): v for k, v in d.items()}
+                                 for u, d in cal.dtype_violations.items()},
         }, indent=1, default=str))
         return 0
     print()
     print(fit_table(cal))
     print()
+    if cal.dtype_violations:
+        print("A narrower dtype computed slower than a wider one on some device (a finding: the "
+              "rows want it, the model has no mechanism for it; --floor-dtypes raises them):")
+        for u, d in cal.dtype_violations.items():
+            print(f"  {u}: " + ", ".join(f"{C.floor_label(*k)} {was:.3g} (floor {fl:.3g})"
+                                         for k, (was, fl) in d.items()))
+        print()
     b, a = V.summarize(before), V.summarize(after)
     for name in ("overall", "target", "engine", "publisher", "hardware"):
         print(before_after_markdown(b[name], a[name], name))
@@ -245,16 +258,21 @@ def fit_table(cal) -> str:
     """One row per fitted unit: rows, each parameter's value +/- its standard error, the ones
     whose fit reached a bound (findings, kept at their prior), the median abs rel error before
     and after."""
+    from sweep.validate import calibration as C
     from sweep.validate.report import fmt_error
 
-    lines = ["| unit | rows | fitted values (+/- std. error) | at bound | before | after |",
+    lines = ["| unit | rows | fitted values (+/- std. error) | at bound or floor | before | "
+             "after |",
              "|---|---:|---|---|---:|---:|"]
     for f in cal.fits:
         vals = ", ".join(f"{p} {_fmt_param(p, v)}"
                          + (f" ± {_fmt_param(p, f.stderr[p])}" if f.stderr[p] == f.stderr[p]
                             else "") for p, v in f.values.items())
-        bound = ", ".join(f"{p} (reached {_fmt_param(p, v)}; kept at the prior)"
-                          for p, v in f.reverted.items())
+        bound = ", ".join([*(f"{p} (reached {_fmt_param(p, v)}; kept at the prior)"
+                             for p, v in f.reverted.items()),
+                           *(f"{C.floor_label(*k)} (fit or prior {_fmt_param(k[2], was)}; "
+                             f"raised to its floor {_fmt_param(k[2], fl)})"
+                             for k, (was, fl) in f.floored.items())])
         lines.append(f"| {f.unit.name} | {f.rows} | {vals or '-'} | {bound or '-'} | "
                      f"{fmt_error(f.before)} | {fmt_error(f.after)} |")
     return "\n".join(lines)
@@ -353,6 +371,10 @@ def register(subparsers) -> None:
                    help="function evaluations per fitted unit (default 100)")
     c.add_argument("--no-lopo", action="store_true",
                    help="skip the leave-one-publisher-out check")
+    c.add_argument("--floor-dtypes", action="store_true",
+                   help="raise a narrower dtype's compute factor (fp8, int8, fp4) to where no "
+                        "device computes it slower than the wider one (by default such fits are "
+                        "only reported, as findings)")
     _add_overwrite_json(c, "an overlay written by sweep calibrate", "print a JSON report")
     c.set_defaults(func=_cmd_calibrate)
 

@@ -30,7 +30,10 @@ issue 20.)
 A parameter whose fit ends at one of its bounds is a finding, not a value: the rows want what
 the physics does not allow, so a mechanism is missing. It keeps its prior (the engine file's
 value, or the pooled fit's for a vendor unit), is reported (``reverted_at_bound``), and the unit's
-other parameters are fitted again without it (:func:`fit_within_bounds`).
+other parameters are fitted again without it (:func:`fit_within_bounds`). Likewise a narrower
+compute dtype's factor that would make a device compute it slower than the wider dtype (fp8
+below bf16, fp4 below fp8, on a device with both units) is raised to the floor where it is not,
+kept there and reported (``floored``; :func:`dtype_floors`).
 
 The objective is the log error ``ln(predicted / measured)`` of every usable row with a stated
 engine, minimised robustly (:func:`scipy.optimize.least_squares`, ``loss='soft_l1'``,
@@ -135,6 +138,9 @@ class UnitFit:
     #: value to ship; they keep their prior (the engine file's or the pooled fit's value) and the
     #: rest is fitted again without them
     reverted: dict[str, float] = field(default_factory=dict)
+    #: narrower-dtype compute factors raised to their floor (:func:`dtype_floors`): the value the
+    #: fit (or the prior) had, and the floor it was set to and kept at while the rest was refitted
+    floored: dict[tuple[str, str, str], tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -145,6 +151,10 @@ class Calibration:
     options: dict[str, Any] = field(default_factory=dict)
     #: engines named by fewer than ``min_rows`` usable rows: not fitted (engine -> rows)
     thin: dict[str, int] = field(default_factory=dict)
+    #: per fitted unit, the narrower-dtype factors the final overlay leaves below their floor
+    #: (:func:`dtype_floors`): findings, reported whether or not ``floor_dtypes`` raised them
+    dtype_violations: dict[str, dict[tuple[str, str, str], tuple[float, float]]] = field(
+        default_factory=dict)
 
 
 def _bounds_of(name: str) -> tuple[float, float, float]:
@@ -294,26 +304,113 @@ def fit_unit(ev: Evaluator, unit: Unit, overlay: dict[str, Any], *, loss: Loss =
 
 
 def fit_within_bounds(ev: Evaluator, unit: Unit, overlay: dict[str, Any],
-                      say: Any = None, **opts: Any) -> UnitFit | None:
+                      say: Any = None, floor_dtypes: bool = False, **opts: Any
+                      ) -> UnitFit | None:
     """:func:`fit_unit`, then again without every parameter that ended at a physical bound (it
     keeps its prior and is reported in ``reverted``) until none does (issue 20: a value at a
-    bound is a finding, never shipped). None when no row of the unit can be evaluated."""
+    bound is a finding, never shipped); with ``floor_dtypes``, also without every narrower-dtype
+    compute factor that would make a device compute that dtype slower than the wider one (it is
+    set to its floor, :func:`dtype_floors`, and reported in ``floored``). None when no row of the
+    unit can be evaluated."""
     say = say or (lambda msg: None)
     f = fit_unit(ev, unit, overlay, **opts)
     reverted: dict[str, float] = {}
-    while f is not None and f.at_bound:
-        reverted.update({p: f.values[p] for p in f.at_bound})
-        say(f"  {unit.name}: {', '.join(f'{p} at its bound {f.values[p]:.4g}' for p in f.at_bound)}"
-            f": kept at the prior, the rest refitted")
-        free = [p for p in unit.params if p not in reverted]
+    floored: dict[tuple[str, str, str], tuple[float, float]] = {}
+    base = overlay
+    rounds = 0
+    while f is not None:
+        if f.at_bound:
+            reverted.update({p: f.values[p] for p in f.at_bound})
+            say(f"  {unit.name}: "
+                f"{', '.join(f'{p} at its bound {f.values[p]:.4g}' for p in f.at_bound)}"
+                f": kept at the prior, the rest refitted")
+        elif not floor_dtypes:
+            break
+        else:
+            trial = _copy(base)
+            for p, v in f.values.items():
+                _set(trial, unit.engine, unit.level, unit.key, p, v)
+            # a floor that rises again (the wider dtype's factor rose in the refit) is raised
+            # again; at most MAX_FLOOR_ROUNDS refits
+            new = {k: fl for k, fl in dtype_floors(unit, trial).items()
+                   if k not in floored or fl[1] > floored[k][1] * (1 + 1e-3)}
+            rounds += 1
+            if not new or rounds > MAX_FLOOR_ROUNDS:
+                break
+            base = _copy(base)
+            for k, (was, floor) in new.items():
+                floored[k] = (floored[k][0] if k in floored else was, floor)
+                _set(base, unit.engine, *k, floor)
+            say(f"  {unit.name}: " + ", ".join(
+                f"{floor_label(*k)} {was:.4g} raised to {fl:.4g}" for k, (was, fl) in new.items())
+                + " (a narrower dtype is never computed slower than a wider one), the rest "
+                  "refitted")
+        # a parameter floored at the unit's own level, or at the vendor level of every vendor of
+        # the unit's rows, no longer reaches the rows: it leaves the fit
+        row_vendors = set(np.asarray(ev.vendors)[unit.rows])
+        own = {name for (level, key, name) in floored
+               if (level, key) == (unit.level, unit.key)
+               or row_vendors <= {k for (lv, k, n) in floored if lv == "vendor" and n == name}}
+        free = [p for p in unit.params if p not in reverted and p not in own]
         if not free:
             f = dataclasses.replace(f, values={}, stderr={}, at_bound=[], after=f.before,
                                     male_after=f.male_before)
             break
-        f = fit_unit(ev, dataclasses.replace(unit, params=free), overlay, **opts)
+        f = fit_unit(ev, dataclasses.replace(unit, params=free), base, **opts)
     if f is not None:
-        f = dataclasses.replace(f, unit=unit, reverted=reverted)
+        f = dataclasses.replace(f, unit=unit, reverted=reverted, floored=floored)
     return f
+
+
+MAX_FLOOR_ROUNDS = 5
+#: a narrower compute dtype and the wider one it is never slower than on a device that has both
+NARROWER = (("fp8", "bf16"), ("int8", "bf16"), ("fp4", "fp8"))
+
+
+def dtype_floors(unit: Unit, overlay: dict[str, Any]
+                 ) -> dict[tuple[str, str, str], tuple[float, float]]:
+    """Narrower-dtype compute factors that ``overlay`` leaves too low:
+    ``{(level, key, name): (value, floor)}`` for each ``<phase>_compute.<narrow>`` at which a
+    catalog device the unit's rows could inform (its vendor's, or every vendor's for a defaults
+    unit) and the engine runs on would reach fewer FLOP/s in the narrow dtype than in the wider one
+    of :data:`NARROWER` (peak x the device's achievable fraction x the engine factor). The floor
+    is the least factor at which it does not (issue 20: "fp8 compute is not slower than bf16 on
+    hardware with fp8 units"); a fit below it stands in for a mechanism the model lacks. It goes
+    to the device's vendor level (its device level where the engine file sets the factor per
+    device), so that one vendor's factors (TPUs' bf16 1 "by definition" under vLLM) do not move
+    another's pooled fp8 fit."""
+    from grids.engines import resolve
+    from grids.hardware import load_catalog
+
+    out: dict[tuple[str, str, str], tuple[float, float]] = {}
+    for dev in load_catalog().values():
+        if unit.level == "vendor" and dev.vendor != unit.key:
+            continue
+        params = resolve(unit.engine, dev, overlay)
+        if not params.supported:
+            continue
+        for narrow, wide in NARROWER:
+            if not (dev.peak_flops.get(narrow, 0.0) > 0 and dev.peak_flops.get(wide, 0.0) > 0):
+                continue
+            for phase in ("prefill", "decode"):
+                f_n, f_w = params.compute(narrow, phase), params.compute(wide, phase)
+                rate_n = (dev.peak_flops[narrow] * dev.efficiency.flops_efficiency_for(narrow)
+                          * f_n)
+                rate_w = dev.peak_flops[wide] * dev.efficiency.flops_efficiency_for(wide) * f_w
+                if rate_n >= rate_w * (1 - 1e-9):
+                    continue
+                name = f"{phase}_compute.{narrow}"
+                where = ("device", dev.base or dev.id) if "[device." in params.origin.get(
+                    name, "") else ("vendor", dev.vendor)
+                floor = min(1.0, f_n * rate_w / rate_n)
+                if floor > out.get((*where, name), (f_n, 0.0))[1]:
+                    out[(*where, name)] = (f_n, floor)
+    return out
+
+
+def floor_label(level: str, key: str, name: str) -> str:
+    """``vendor.AMD decode_compute.fp8``: where a floor was set."""
+    return f"{level}.{key} {name}"
 
 
 def _copy(overlay: dict[str, Any]) -> dict[str, Any]:
@@ -327,9 +424,11 @@ def usable_rows(df: pd.DataFrame) -> pd.DataFrame:
 
 def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: Loss = DEFAULT_LOSS,
               f_scale: float = DEFAULT_F_SCALE, prior_weight: float = PRIOR_WEIGHT,
-              max_nfev: int = 200, progress=None) -> Calibration:
+              max_nfev: int = 200, floor_dtypes: bool = False, progress=None) -> Calibration:
     """Fit every unit of the usable rows of ``df`` that name their engine (defaults first, then
-    vendors on top of them), starting from the engine files without any overlay."""
+    vendors on top of them), starting from the engine files without any overlay.
+    ``floor_dtypes``: raise narrower-dtype compute factors to their floor (:func:`dtype_floors`)
+    instead of only reporting them (``dtype_violations``)."""
     rows = usable_rows(df)
     if rows.empty:
         raise SpecError("calibrate: the data have no usable rows (usable = yes) to fit")
@@ -348,17 +447,21 @@ def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: Loss 
                         f"(--min-rows {min_rows}); nothing to fit")
     for unit in sorted(units, key=lambda u: (u.engine, u.level != "defaults", u.key)):
         say(f"fitting {unit.name} on {len(unit.rows)} rows: {', '.join(unit.params)}")
-        f = fit_within_bounds(ev, unit, overlay, say, loss=loss, f_scale=f_scale,
+        f = fit_within_bounds(ev, unit, overlay, say, floor_dtypes, loss=loss, f_scale=f_scale,
                               prior_weight=prior_weight, max_nfev=max_nfev)
         if f is None:
             say(f"  {unit.name}: no row can be evaluated, left at the file's values")
             continue
         fits.append(f)
+        for k, (_, floor) in f.floored.items():
+            _set(overlay, unit.engine, *k, floor)
         for p, v in f.values.items():
             _set(overlay, unit.engine, unit.level, unit.key, p, v)
+    violations = {f.unit.name: found for f in fits if (found := dtype_floors(f.unit, overlay))}
     return Calibration(fits, overlay, rows, options={
         "min_rows": min_rows, "loss": loss, "f_scale": f_scale, "prior_weight": prior_weight,
-        "max_nfev": max_nfev}, thin=thin)
+        "max_nfev": max_nfev, "floor_dtypes": floor_dtypes}, thin=thin,
+        dtype_violations=violations)
 
 
 def leave_one_publisher_out(df: pd.DataFrame, *, progress=None, **opts: Any
@@ -431,12 +534,18 @@ def overlay_toml(cal: Calibration, *, data_path: str | Path, command: str,
         "bounds": "; ".join(f"{k} [{lo:g}, {hi:g}]" for k, (lo, hi, _) in BOUNDS.items()),
         "rows_usable": len(cal.rows),
         "not_fitted_too_few_rows": dict(cal.thin),
+        "dtype_floors_applied": bool(cal.options.get("floor_dtypes", False)),
+        "dtype_violations": {u: {floor_label(*k): [was, fl] for k, (was, fl) in v.items()}
+                             for u, v in cal.dtype_violations.items()},
         **{k: v for k, v in summary.items() if v is not None},
         "unit": {f.unit.name: {
             "rows": f.rows, "parameters": list(f.values), "start": list(f.start.values()),
             "values": list(f.values.values()),
             "stderr": [f.stderr[p] for p in f.values], "at_bound": f.at_bound,
             "reverted_at_bound": list(f.reverted), "bound_reached": list(f.reverted.values()),
+            "floored": [floor_label(*k) for k in f.floored],
+            "floored_from": [w for w, _ in f.floored.values()],
+            "floored_to": [fl for _, fl in f.floored.values()],
             "before_median_abs_rel_error": f.before, "after_median_abs_rel_error": f.after,
         } for f in cal.fits},
     }
