@@ -61,7 +61,7 @@ from grids.engines import PARAMS, engines_dir
 from grids.errors import SpecError
 from sweep import validate as V
 from sweep.validate.evaluator import Evaluator
-from sweep.validate.floors import NARROWER, dtype_floors, floor_label  # noqa: F401 (C.dtype_floors)
+from sweep.validate.floors import dtype_floors, floor_label
 
 #: fitted scalar parameters: name -> (lower bound, upper bound, optimiser scale)
 BOUNDS = {
