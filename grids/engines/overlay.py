@@ -1,6 +1,7 @@
 """Calibration overlays: fitted plain numbers with the engine files' hierarchy (``[<engine>]``
-``defaults``, ``vendor``, ``class``, ``device``), checked per engine when resolving or whole by
-:func:`check_overlay`; the shipped one is ``grids/data/engines/calibration.toml``."""
+``defaults``, ``vendor``, ``class``, ``device``) and one cross-engine level (``[pooled]``, the
+values that replace what engine files mark ``pooled = true``), checked per engine when resolving
+or whole by :func:`check_overlay`; the shipped one is ``grids/data/engines/calibration.toml``."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from grids.engines.parameters import (
     CALIBRATION_FILE,
     ENGINE_IDS,
     PARAMS,
+    POOLABLE,
+    POOLED,
     RETIRED,
     _is_inf_text,
     _range_problem,
@@ -120,14 +123,31 @@ def _overlay_levels(overlay: Mapping[str, Any], engine_id: str,
     return out
 
 
+def _pooled_level(overlay: Mapping[str, Any], problems: list[str]) -> dict[str, Value]:
+    """The overlay's cross-engine ``[pooled]`` values (the factors of :data:`POOLABLE`), which
+    replace the values an engine file marks ``pooled = true``; empty when it has none."""
+    body = overlay.get(POOLED)
+    if body is None:
+        return {}
+    out = _overlay_level(body, POOLED, problems)
+    for key in [k for k in out if k.split(".")[0] not in POOLABLE]:
+        problems.append(f"overlay [{POOLED}]: {key} is not one of {', '.join(POOLABLE)} (the "
+                        f"factors an engine file may mark pooled = true); remove it")
+        del out[key]
+    return out
+
+
 def check_overlay(overlay: Mapping[str, Any]) -> None:
     """Validate a whole overlay at once (every engine, level and value); one SpecError."""
     problems: list[str] = []
     if not isinstance(overlay, Mapping):
         raise SpecError(f"overlay must be a table of engines, got {overlay!r}")
     for engine_id in overlay:
-        if engine_id not in ENGINE_IDS:
-            problems.append(f"overlay [{engine_id}]: unknown engine{suggest(engine_id, ENGINE_IDS)}")
+        if engine_id == POOLED:
+            _pooled_level(overlay, problems)
+        elif engine_id not in ENGINE_IDS:
+            problems.append(f"overlay [{engine_id}]: unknown engine"
+                            f"{suggest(engine_id, (*ENGINE_IDS, POOLED))}")
         else:
             _overlay_levels(overlay, engine_id, problems)
     if problems:

@@ -24,6 +24,12 @@ PHASES = ("prefill", "decode")
 #: override levels, most specific first
 LEVELS = ("device", "vendor", "class", "defaults")
 BY_DTYPE = ("prefill_compute", "decode_compute")
+#: the overlay's cross-engine level (``[pooled]``), fitted by ``sweep calibrate`` on the rows of
+#: every engine with measurements; not an engine id
+POOLED = "pooled"
+#: parameters an engine file may mark ``pooled = true`` (a stack without measurements: its value
+#: is the prior, and a calibration overlay's ``[pooled]`` value replaces it)
+POOLABLE = ("bandwidth", "prefill_compute", "decode_compute")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from grids.engines.parameters import (
     ENGINE_IDS,
     OPTIONAL,
     PARAMS,
+    POOLABLE,
     RETIRED,
     ParamSpec,
     _is_inf_text,
@@ -60,6 +61,23 @@ def _read_number(entry: Any, name: str, spec: ParamSpec, where: str,
     return s
 
 
+def _pooled_flag(entry: Any, name: str, where: str, problems: list[str]) -> tuple[Any, bool]:
+    """``entry`` without its ``pooled`` key, and whether it is ``pooled = true`` (allowed on the
+    factors of :data:`POOLABLE` only)."""
+    if not isinstance(entry, dict) or "pooled" not in entry:
+        return entry, False
+    flag = entry["pooled"]
+    rest = {k: v for k, v in entry.items() if k != "pooled"}
+    if not isinstance(flag, bool):
+        problems.append(f"{where}: pooled must be true or false, got {flag!r}")
+        return rest, False
+    if flag and name not in POOLABLE:
+        problems.append(f"{where}: pooled = true is allowed on {', '.join(POOLABLE)} only (the "
+                        f"factors `sweep calibrate` fits across engines); remove it")
+        return rest, False
+    return rest, flag
+
+
 def _origin(label: str, s: Sourced | None) -> str:
     if s is not None and s.estimate:
         return f"{label}; estimate: {s.rule}"
@@ -84,9 +102,10 @@ def _read_level(table: Any, label: str, file: str, problems: list[str]) -> dict[
                 if bad := unknown_dtype(dtype, f"{where}: {key}.{dtype}"):
                     problems.append(bad)
                     continue
+                e, pooled = _pooled_flag(e, key, f"{where} {key}.{dtype}", problems)
                 s = _read_number(e, key, PARAMS[key], f"{where} {key}.{dtype}", problems)
                 if s is not None:
-                    out[f"{key}.{dtype}"] = Value(s.value, _origin(origin_label, s), s)
+                    out[f"{key}.{dtype}"] = Value(s.value, _origin(origin_label, s), s, pooled)
         elif key in BOOLS:
             src = table.get(f"{key}_source")
             if not isinstance(entry, bool):
@@ -102,9 +121,10 @@ def _read_level(table: Any, label: str, file: str, problems: list[str]) -> dict[
             elif not isinstance(entry, str):
                 problems.append(f"{where}: {key} must be a text, got {entry!r}")
         elif key in PARAMS:
+            entry, pooled = _pooled_flag(entry, key, f"{where} {key}", problems)
             s = _read_number(entry, key, PARAMS[key], f"{where} {key}", problems)
             if s is not None:
-                out[key] = Value(s.value, _origin(origin_label, s), s)
+                out[key] = Value(s.value, _origin(origin_label, s), s, pooled)
         elif key in RETIRED:
             problems.append(f"{where}: parameter {key!r} is {RETIRED[key]}")
         else:

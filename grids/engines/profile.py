@@ -24,6 +24,8 @@ class Value:
     value: float | bool
     origin: str
     sourced: Sourced | None = None
+    #: the file marks it ``pooled = true``: a prior that an overlay's ``[pooled]`` value replaces
+    pooled: bool = False
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,10 @@
 ``[vendor.<vendor>]`` -> ``[class.<cls>]`` -> ``[defaults]`` -> the ideal value (only for
 parameters whose ideal value is physically right when absent, see ``OPTIONAL``). A calibration
 overlay (fitted plain numbers with the same hierarchy) takes precedence over the file at the same
-or a less specific level. An engine with a ``[delegate]`` table (``native``) hands each device to
+or a less specific level. A value the file marks ``pooled = true`` (a stack without measurements,
+whose value is only a prior) is replaced by the overlay's cross-engine ``[pooled]`` value of that
+parameter, fitted on the rows of every engine with measurements (issue 20: a stack without data
+is not assumed perfect). An engine with a ``[delegate]`` table (``native``) hands each device to
 another engine, most specific key first.
 """
 
@@ -15,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from grids.engines.catalog import load_engine
-from grids.engines.overlay import _overlay_levels, shipped_overlay
+from grids.engines.overlay import _overlay_levels, _pooled_level, shipped_overlay
 from grids.engines.parameters import (
     BOOLS,
     BY_DTYPE,
@@ -51,7 +54,8 @@ _ABSENT_MEANS = {"in_switch_overhead": "the library does not reduce inside the s
 
 
 def _resolve_levels(engine: Engine, device: Device,
-                    fitted: Mapping[tuple[str, str], Mapping[str, Value]]) -> EngineParams:
+                    fitted: Mapping[tuple[str, str], Mapping[str, Value]],
+                    pooled: Mapping[str, Value] | None = None) -> EngineParams:
     base = device.base or device.id
     order = (("device", base), ("vendor", device.vendor), ("class", device.cls), ("defaults", ""))
     chain = []
@@ -68,6 +72,11 @@ def _resolve_levels(engine: Engine, device: Device,
             if key in level:
                 found[key] = level[key]
                 break
+        v = found.get(key)
+        if v is not None and v.pooled and pooled and key in pooled:
+            found[key] = Value(pooled[key].value,
+                               f"overlay [pooled] (fitted across the engines with measurements; "
+                               f"replaces the prior {v.value:g} of {v.origin})")
     values: dict[str, Any] = {}
     origin: dict[str, str] = {}
     for name in SCALARS:
@@ -116,7 +125,9 @@ def resolve(engine: str | Path | Engine, device: Device,
     overlay : dict, optional
         A parsed calibration overlay: ``{<engine>: {"defaults": {...}, "vendor": {<v>: {...}},
         "class": {<c>: {...}}, "device": {<id>: {...}}}}`` of plain numbers (per-dtype sub-tables
-        for the compute factors). Only the sections of the engines used are checked. Default
+        for the compute factors), and optionally ``{"pooled": {...}}``, the cross-engine values
+        that replace what engine files mark ``pooled = true``. Only the sections of the engines
+        used (and ``pooled``) are checked. Default
         (None): the shipped calibration, :func:`shipped_overlay`; ``{}``: none (the files' values).
     """
     return _resolve(load_engine(engine), device,
@@ -142,9 +153,10 @@ def _resolve(eng: Engine, device: Device, overlay: Mapping[str, Any],
         return _ideal(eng, device, supported=False, why=why, delegate=eng.id,
                       label=f"unsupported: {why}")
     fitted = _overlay_levels(overlay, eng.id, problems)
+    pooled = _pooled_level(overlay, problems)
     if problems:
         raise SpecError(problems, "engine overlay")
-    params = _resolve_levels(eng, device, fitted)
+    params = _resolve_levels(eng, device, fitted, pooled)
     if note:
         params.origin.update({k: v + note for k, v in params.origin.items()})
     return params

@@ -9,7 +9,14 @@ best software reaches on a device (sourced or class-default achievable fractions
    where at least ``min_rows`` rows do (fewer: the engine file's values stand, reported);
 2. ``<engine>.vendor.<vendor>``: the same engine on one vendor's devices, where that vendor has at
    least ``min_rows`` rows and is not the engine's only vendor; it starts from the pooled values and
-   a prior pulls it toward them, so thin data stay near the pooled fit.
+   a prior pulls it toward them, so thin data stay near the pooled fit;
+3. ``pooled``: one parameter set for every row that names an engine, all engines and vendors at
+   once (the set applied at every level of every engine the rows name), started from the median
+   of those engines' file values. It is what the measurements say about a serving stack in
+   general; only its factors (:data:`~grids.engines.parameters.POOLABLE`) ship, in ``[pooled]``,
+   and replace the values that the files of stacks without measurements mark ``pooled = true``
+   (issue 20: such a stack inherits the pooled values, never a factor of 1 by definition). It
+   does not feed the fits of 1 and 2, which start from the engine files as before.
 
 Parameters per unit, each only where the unit's rows carry information on it: ``bandwidth``,
 ``decode_compute.<dtype>`` and ``prefill_compute.<dtype>`` for the compute dtypes of its rows
@@ -49,7 +56,6 @@ import dataclasses
 import datetime as _dt
 import math
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -58,23 +64,31 @@ import pandas as pd
 
 from grids import tomlio
 from grids.engines import PARAMS, engines_dir
+from grids.engines.parameters import POOLABLE, POOLED
 from grids.errors import SpecError
 from sweep import validate as V
 from sweep.validate.evaluator import Evaluator
 from sweep.validate.floors import dtype_floors, floor_label
+from sweep.validate.units import (  # noqa: F401  (BOUNDS, plan_units, ... are this module's API)
+    BOUNDS,
+    DECODE_METRICS,
+    PREFILL_METRICS,
+    TIED_DTYPES,
+    Calibration,
+    Unit,
+    UnitFit,
+    _apply,
+    _bounds_of,
+    _get,
+    _pooled_start,
+    _set,
+    _set_flat,
+    _unit_pairs,
+    plan_pooled,
+    plan_units,
+    unit_params,
+)
 
-#: fitted scalar parameters: name -> (lower bound, upper bound, optimiser scale)
-BOUNDS = {
-    "bandwidth": (0.05, 1.0, 1.0),
-    "compute": (0.05, 1.0, 1.0),  # decode_compute.<dtype>, prefill_compute.<dtype>
-    "iteration_overhead": (0.0, 20e-3, 1e-3),
-    "request_overhead": (0.0, 0.2, 1e-3),
-    "kv8_efficiency": (0.05, 1.0, 1.0),
-}
-#: compute dtypes fitted as one factor: fp16 and bf16 run at the same tensor-core rate on every
-#: catalog device that has both, so a difference between their fits would only absorb other
-#: differences between the sources that used each (one 16-bit factor, written to both)
-TIED_DTYPES = {"fp16": "bf16"}
 DEFAULT_MIN_ROWS = 20
 #: the robust losses of :func:`scipy.optimize.least_squares`
 Loss = Literal["linear", "soft_l1", "huber", "cauchy", "arctan"]
@@ -83,10 +97,6 @@ DEFAULT_F_SCALE = 0.1
 #: weight of the prior residuals (ln-ratio for factors, (x - start) / scale_prior for times)
 PRIOR_WEIGHT = 0.05
 PRIOR_TIME_SCALE = {"iteration_overhead": 2e-3, "request_overhead": 20e-3}
-#: metrics that inform decode and prefill parameters
-DECODE_METRICS = {"tpot", "throughput", "total_throughput", "e2e_latency", "tokens_per_joule",
-                  "total_tokens_per_joule"}
-PREFILL_METRICS = {"ttft", "e2e_latency", "throughput", "total_throughput", "prefill_throughput"}
 
 
 def default_output() -> Path:
@@ -102,128 +112,6 @@ def inside_installation(path: str | Path) -> bool:
 
 
 # --------------------------------------------------------------------------------------------
-# units and their parameters
-
-
-@dataclass
-class Unit:
-    """One fitting unit: an engine's pooled defaults or one vendor of it."""
-
-    engine: str
-    level: str  # "defaults" or "vendor"
-    key: str  # vendor name ("" for defaults)
-    rows: np.ndarray  # indices into the usable rows
-    params: list[str]  # flat names: "bandwidth", "decode_compute.bf16", ...
-
-    @property
-    def name(self) -> str:
-        return f"{self.engine}.{self.level}" + (f".{self.key}" if self.key else "")
-
-
-@dataclass
-class UnitFit:
-    unit: Unit
-    start: dict[str, float]
-    values: dict[str, float]
-    stderr: dict[str, float]
-    at_bound: list[str]
-    rows: int
-    before: float
-    after: float
-    male_before: float
-    male_after: float
-    success: bool
-    message: str = ""
-    #: parameters whose fit ended at a physical bound, with the bound value they reached: a
-    #: finding (the rows want what the physics does not allow, so a mechanism is missing), not a
-    #: value to ship; they keep their prior (the engine file's or the pooled fit's value) and the
-    #: rest is fitted again without them
-    reverted: dict[str, float] = field(default_factory=dict)
-    #: narrower-dtype compute factors raised to their floor (:func:`dtype_floors`): the value the
-    #: fit (or the prior) had, and the floor it was set to and kept at while the rest was refitted
-    floored: dict[tuple[str, str, str], tuple[float, float]] = field(default_factory=dict)
-
-
-@dataclass
-class Calibration:
-    fits: list[UnitFit]
-    overlay: dict[str, Any]  # engine -> {"defaults": {...}, "vendor": {v: {...}}}
-    rows: pd.DataFrame
-    options: dict[str, Any] = field(default_factory=dict)
-    #: engines named by fewer than ``min_rows`` usable rows: not fitted (engine -> rows)
-    thin: dict[str, int] = field(default_factory=dict)
-    #: per fitted unit, the narrower-dtype factors the final overlay leaves below their floor
-    #: (:func:`dtype_floors`): findings, reported whether or not ``floor_dtypes`` raised them
-    dtype_violations: dict[str, dict[tuple[str, str, str], tuple[float, float]]] = field(
-        default_factory=dict)
-
-
-def _bounds_of(name: str) -> tuple[float, float, float]:
-    base = name.split(".")[0]
-    return BOUNDS["compute" if base.endswith("_compute") else base]
-
-
-def _set(overlay: dict[str, Any], engine: str, level: str, key: str, name: str, v: float) -> None:
-    sec = overlay.setdefault(engine, {})
-    table = sec.setdefault("defaults", {}) if level == "defaults" else \
-        sec.setdefault(level, {}).setdefault(key, {})
-    if "." in name:
-        p, dtype = name.split(".", 1)
-        for d in (dtype, *(k for k, to in TIED_DTYPES.items() if to == dtype)):
-            table.setdefault(p, {})[d] = float(v)
-    else:
-        table[name] = float(v)
-
-
-def _get(params: Any, name: str) -> float:
-    if "." in name:
-        p, dtype = name.split(".", 1)
-        return float(getattr(params, p)[dtype])
-    return float(getattr(params, name))
-
-
-def unit_params(rows: pd.DataFrame, dtypes: pd.Series) -> list[str]:
-    """The parameters a unit's rows carry information on (see the module docstring)."""
-    metrics = set(rows["metric"])
-    dtypes = dtypes.map(lambda d: TIED_DTYPES.get(d, d))
-    out = ["bandwidth", "iteration_overhead"]
-    for dt in sorted(set(dtypes[rows["metric"].isin(DECODE_METRICS)])):
-        out.append(f"decode_compute.{dt}")
-    for dt in sorted(set(dtypes[rows["metric"].isin(PREFILL_METRICS)])):
-        out.append(f"prefill_compute.{dt}")
-    if "ttft" in metrics or "e2e_latency" in metrics:
-        out.append("request_overhead")
-    if rows["precision"].str.contains(r"-kv(?:4|8)$", regex=True).any():
-        out.append("kv8_efficiency")
-    return out
-
-
-def plan_units(ev: Evaluator, min_rows: int) -> list[Unit]:
-    """Fitting units for the rows of ``ev`` that name their engine (see the module docstring)."""
-    rows = ev.rows
-    stated = ~ev.engine_assumed
-    dtypes = pd.Series(ev.compute_dtypes, index=rows.index)
-    vendors = pd.Series(ev.vendors, index=rows.index)
-    units: list[Unit] = []
-    for engine in sorted(set(rows.loc[stated, "engine"])):
-        sel = stated & rows["engine"].eq(engine).to_numpy()
-        idx = np.flatnonzero(sel)
-        if len(idx) < min_rows:  # too few to fit: the engine file's values stand
-            continue
-        units.append(Unit(engine, "defaults", "", idx, unit_params(rows.iloc[idx],
-                                                                   dtypes.iloc[idx])))
-        vs = sorted(set(vendors.iloc[idx]))
-        if len(vs) < 2:
-            continue
-        for v in vs:
-            vidx = idx[vendors.iloc[idx].to_numpy() == v]
-            if len(vidx) >= min_rows:
-                units.append(Unit(engine, "vendor", v, vidx,
-                                  unit_params(rows.iloc[vidx], dtypes.iloc[vidx])))
-    return units
-
-
-# --------------------------------------------------------------------------------------------
 # fitting
 
 
@@ -236,12 +124,15 @@ def fit_unit(ev: Evaluator, unit: Unit, overlay: dict[str, Any], *, loss: Loss =
 
     sub = Evaluator.subset(ev, unit.rows)
     meas = sub.rows["value"].to_numpy(np.float64)
-    # the starting point: what the engine resolves to now on a device of the unit
-    first = sub.points.objects["hardware"][int(sub.points.index["hardware"][0])]
-    from grids.engines import resolve
+    pairs = _unit_pairs(ev, unit)
+    if unit.level == POOLED:
+        x0 = _pooled_start(ev, unit)
+    else:  # the starting point: what the engine resolves to now on a device of the unit
+        from grids.engines import resolve
 
-    start_params = resolve(unit.engine, first, overlay)
-    x0 = np.array([_get(start_params, p) for p in unit.params], dtype=np.float64)
+        first = sub.points.objects["hardware"][int(sub.points.index["hardware"][0])]
+        start_params = resolve(unit.engine, first, overlay)
+        x0 = np.array([_get(start_params, p) for p in unit.params], dtype=np.float64)
     lo = np.array([_bounds_of(p)[0] for p in unit.params])
     hi = np.array([_bounds_of(p)[1] for p in unit.params])
     scale = np.array([_bounds_of(p)[2] for p in unit.params])
@@ -252,7 +143,7 @@ def fit_unit(ev: Evaluator, unit: Unit, overlay: dict[str, Any], *, loss: Loss =
     def overlay_for(x: np.ndarray) -> dict[str, Any]:
         o = _copy(overlay)
         for p, v in zip(unit.params, x):
-            _set(o, unit.engine, unit.level, unit.key, p, v)
+            _apply(o, unit, pairs, p, v)
         return o
 
     def predict(x: np.ndarray) -> np.ndarray:
@@ -378,9 +269,12 @@ def usable_rows(df: pd.DataFrame) -> pd.DataFrame:
 
 def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: Loss = DEFAULT_LOSS,
               f_scale: float = DEFAULT_F_SCALE, prior_weight: float = PRIOR_WEIGHT,
-              max_nfev: int = 200, floor_dtypes: bool = False, progress=None) -> Calibration:
+              max_nfev: int = 200, floor_dtypes: bool = False, pooled: bool = True,
+              progress=None) -> Calibration:
     """Fit every unit of the usable rows of ``df`` that name their engine (defaults first, then
-    vendors on top of them), starting from the engine files without any overlay.
+    vendors on top of them), starting from the engine files without any overlay; then, with
+    ``pooled``, the cross-engine unit (:func:`plan_pooled`) from the files alone, whose factors go
+    to the overlay's ``[pooled]`` table.
     ``floor_dtypes``: raise narrower-dtype compute factors to their floor (:func:`dtype_floors`)
     instead of only reporting them (``dtype_violations``)."""
     rows = usable_rows(df)
@@ -412,10 +306,36 @@ def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: Loss 
         for p, v in f.values.items():
             _set(overlay, unit.engine, unit.level, unit.key, p, v)
     violations = {f.unit.name: found for f in fits if (found := dtype_floors(f.unit, overlay))}
+    if pooled and (found_pooled := fit_pooled(ev, min_rows, say, loss=loss, f_scale=f_scale,
+                                              prior_weight=prior_weight, max_nfev=max_nfev)):
+        fits.append(found_pooled[0])
+        overlay[POOLED] = found_pooled[1]
     return Calibration(fits, overlay, rows, options={
         "min_rows": min_rows, "loss": loss, "f_scale": f_scale, "prior_weight": prior_weight,
         "max_nfev": max_nfev, "floor_dtypes": floor_dtypes}, thin=thin,
         dtype_violations=violations)
+
+
+def fit_pooled(ev: Evaluator, min_rows: int, say: Any, **opts: Any
+               ) -> tuple[UnitFit, dict[str, Any]] | None:
+    """Fit the cross-engine unit (:func:`plan_pooled`) from the engine files alone; returns the
+    fit and the overlay's ``[pooled]`` table (its factors, :data:`POOLABLE`), or None when there
+    is no such unit. A factor that reached a bound keeps its prior, the median of the files."""
+    unit = plan_pooled(ev, min_rows)
+    if unit is None:
+        return None
+    say(f"fitting {unit.name} (every engine at once) on {len(unit.rows)} rows: "
+        f"{', '.join(unit.params)}")
+    f = fit_within_bounds(ev, unit, {}, say, **opts)
+    if f is None:
+        return None
+    start = dict(zip(unit.params, map(float, _pooled_start(ev, unit))))
+    values = {**{p: start[p] for p in f.reverted}, **f.values}
+    table: dict[str, Any] = {}
+    for p in unit.params:
+        if p in values and p.split(".")[0] in POOLABLE:
+            _set_flat(table, p, values[p])
+    return f, table
 
 
 def leave_one_publisher_out(df: pd.DataFrame, *, progress=None, **opts: Any
@@ -435,7 +355,8 @@ def leave_one_publisher_out(df: pd.DataFrame, *, progress=None, **opts: Any
         train = df.loc[~test]
         say(f"leave out {pub} ({n} rows): calibrating on the others")
         try:
-            cal = calibrate(train, **opts)
+            cal = calibrate(train, **{"pooled": False, **opts})  # held-out rows name fitted
+            # engines: the cross-engine level does not reach them
             overlay = cal.overlay
             note = ""
         except SpecError as exc:
@@ -452,7 +373,9 @@ OVERLAY_HEADER = """\\
 Fitted engine parameters, written by `sweep calibrate` (sweep/validate/calibration.py; method
 and report in docs/validation.md). Do not edit by hand: rerun the command in [provenance].
 grids.engines.resolve applies [<engine>.defaults] and [<engine>.vendor.<vendor>] on top of the
-engine files (a device-level file value still wins). Units: factors [1], times [s]."""
+engine files (a device-level file value still wins), and [pooled] (fitted on every engine's rows
+at once) to the values that files of stacks without measurements mark pooled = true.
+Units: factors [1], times [s]."""
 
 
 def git_commit() -> str:
@@ -482,7 +405,8 @@ def overlay_toml(cal: Calibration, *, data_path: str | Path, command: str,
         "data": _display_path(data_path), "data_sha256": V.file_sha256(data_path),
         "code_commit": git_commit(),
         "method": (f"scipy.optimize.least_squares on ln(predicted/measured) per unit "
-                   f"(engine defaults, then engine x vendor), loss={cal.options['loss']}, "
+                   f"(engine defaults, then engine x vendor; the pooled unit: every engine "
+                   f"at once), loss={cal.options['loss']}, "
                    f"f_scale={cal.options['f_scale']}, prior weight "
                    f"{cal.options['prior_weight']} toward the starting values"),
         "bounds": "; ".join(f"{k} [{lo:g}, {hi:g}]" for k, (lo, hi, _) in BOUNDS.items()),
