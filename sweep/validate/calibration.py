@@ -316,11 +316,12 @@ def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: Loss 
         dtype_violations=violations)
 
 
-def fit_pooled(ev: Evaluator, min_rows: int, say: Any, **opts: Any
+def fit_pooled(ev: Evaluator, min_rows: int = DEFAULT_MIN_ROWS, say: Any = None, **opts: Any
                ) -> tuple[UnitFit, dict[str, Any]] | None:
     """Fit the cross-engine unit (:func:`plan_pooled`) from the engine files alone; returns the
     fit and the overlay's ``[pooled]`` table (its factors, :data:`POOLABLE`), or None when there
     is no such unit. A factor that reached a bound keeps its prior, the median of the files."""
+    say = say or (lambda msg: None)
     unit = plan_pooled(ev, min_rows)
     if unit is None:
         return None
@@ -355,8 +356,7 @@ def leave_one_publisher_out(df: pd.DataFrame, *, progress=None, **opts: Any
         train = df.loc[~test]
         say(f"leave out {pub} ({n} rows): calibrating on the others")
         try:
-            cal = calibrate(train, **{"pooled": False, **opts})  # held-out rows name fitted
-            # engines: the cross-engine level does not reach them
+            cal = calibrate(train, **opts)
             overlay = cal.overlay
             note = ""
         except SpecError as exc:
