@@ -299,7 +299,10 @@ def test_calibrate_subset_writes_loadable_overlay(tmp_path, capsys):
     assert "fitting trtllm.defaults" in text and "fitting vllm.defaults" in text
     cal = tomllib.loads(out.read_text())
     prov = cal.pop("provenance")
-    assert set(cal) == {"trtllm", "vllm"}
+    # two engines with rows: the cross-engine [pooled] table too (tests/test_pooled.py)
+    assert set(cal) == {"trtllm", "vllm", "pooled"}
+    pooled = cal.pop("pooled")
+    assert "bandwidth" in pooled and "iteration_overhead" not in pooled
     for engine, sec in cal.items():
         for name, v in sec["defaults"].items():
             vals = v.values() if isinstance(v, dict) else [v]
@@ -309,7 +312,7 @@ def test_calibrate_subset_writes_loadable_overlay(tmp_path, capsys):
     assert "sweep calibrate" in prov["command"] and prov["date"]
     # each held-out publisher, and the pooled row over all of them
     assert set(prov["leave_one_publisher_out"]) == {"AMD", "NVIDIA", POOLED}
-    assert set(prov["unit"]) == {"trtllm.defaults", "vllm.defaults"}
+    assert set(prov["unit"]) == {"trtllm.defaults", "vllm.defaults", "pooled"}
     # the shipped overlay is untouched by -o
     assert (shipped.read_bytes() if shipped.exists() else None) == before
     # the engine catalog applies it: a fitted value is what resolve gives, and says so
@@ -324,6 +327,8 @@ def test_calibrate_subset_writes_loadable_overlay(tmp_path, capsys):
                 assert "fitted" in p.origin[f"{name}.{dtype}" if dtype else name]
                 checked += 1
     assert checked >= 3
+    assert resolve("gaudi", load_device("gaudi3"), overlay).bandwidth == pytest.approx(
+        pooled["bandwidth"])
     # validate with that overlay file
     assert main(["validate", "--data", data, "--calibration", str(out), "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
@@ -395,6 +400,8 @@ def test_the_shipped_overlay_reports_every_narrower_dtype_below_its_floor():
         prov = tomllib.load(fh)["provenance"]
     listed = prov["dtype_violations"]
     for name in prov["unit"]:
+        if name == "pooled":  # the cross-engine unit: no engine level of its own
+            continue
         engine, level, *key = name.split(".", 2)
         unit = C.Unit(engine, level, key[0] if key else "", np.array([], dtype=np.int64), [])
         found = {C.floor_label(*k): v for k, v in C.dtype_floors(unit, shipped).items()}
@@ -477,6 +484,7 @@ def test_shipped_overlay_is_current_in_bounds_and_applied():
     engines = catalog_engines()
     devices = [load_device(d) for d in catalog_ids()]
     checked = 0
+    cal.pop("pooled")  # the cross-engine level: tests/test_pooled.py
     for engine, sec in cal.items():
         assert engine in engines
         for level, key, table in [("defaults", "", sec.get("defaults", {}))] + [

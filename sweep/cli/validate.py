@@ -360,7 +360,8 @@ def register(subparsers) -> None:
     _add_output_option(c, "overlay", "grids/data/engines/calibration.toml")
     c.add_argument("--min-rows", type=int, default=20, metavar="N",
                    help="an engine, and an engine's vendor, gets its own fit from N usable rows "
-                        "(default 20; an engine with fewer keeps its file's values)")
+                        "(default 20; an engine with fewer keeps its file's values); the "
+                        "cross-engine [pooled] fit needs two engines with N rows each")
     c.add_argument("--loss", choices=("soft_l1", "huber", "cauchy", "linear"),
                    default="soft_l1", help="robust loss of least_squares (default soft_l1)")
     c.add_argument("--f-scale", type=float, default=0.1,

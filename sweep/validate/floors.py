@@ -20,7 +20,7 @@ def dtype_floors(unit: Any, overlay: dict[str, Any]
     is the least factor at which it does not (issue 20: "fp8 compute is not slower than bf16 on
     hardware with fp8 units"); a fit below it stands in for a mechanism the model lacks. It goes
     to the device's vendor level (its device level where the engine file sets the factor per
-    device), so that one vendor's factors (TPUs' bf16 1 "by definition" under vLLM) do not move
+    device), so that one vendor's factors (the AMD or Intel bf16 estimates of vllm.toml) do not move
     another's pooled fp8 fit."""
     from grids.engines import resolve
     from grids.hardware import load_catalog
