@@ -6,7 +6,8 @@ every other publisher, :func:`sweep.validate.calibration.leave_one_publisher_out
 grouped by (the engine that serves the device, the device's vendor); a group's band is the
 ``quantile`` (default 0.68) of ``|e|``, as a factor ``exp(q) >= 1``. The band of a vendor
 without data comes from leave-one-*vendor*-out residuals (the engines calibrated without any
-measurement of the vendor), each held-out vendor weighted equally so the vendor with most rows
+measurement of the vendor; an engine left without rows takes the cross-engine ``[pooled]``
+factors, as a stack without measurements does), each held-out vendor weighted equally so the vendor with most rows
 does not decide it. The band of the ratio of two devices of one group is the quantile of
 ``|e_a - e_b|`` over pairs of held-out rows that differ only in the device. The rules that turn
 these into a device's band are in :mod:`grids.bands`.
@@ -25,6 +26,7 @@ import pandas as pd
 
 from grids import tomlio
 from grids.bands import BOUND_ENGINE, load_bands
+from grids.engines.parameters import POOLED
 from grids.errors import SpecError
 from sweep.validate import calibration as C
 from sweep.validate import measurements as V
@@ -99,9 +101,14 @@ def held_out_by_publisher(df: pd.DataFrame, progress: Callable[[str], None] | No
 def held_out_by_vendor(df: pd.DataFrame, progress: Callable[[str], None] | None = None
                        ) -> pd.DataFrame:
     """Every usable row of each vendor predicted by engines calibrated without any of that
-    vendor's rows (a vendor's rows: those whose devices are all of the vendor)."""
+    vendor's rows (a vendor's rows: those whose devices are all of the vendor). An engine fitted
+    on the whole data that loses all its rows with the vendor (TensorRT-LLM without NVIDIA,
+    Neuron without AWS) is predicted as a stack without measurements is: with the cross-engine
+    ``[pooled]`` factors of the remaining rows (docs/engines.md, "Stacks without measurements")."""
     say = progress or (lambda m: None)
     probe = _used(compare(df, overlay={}))
+    named = df.loc[V.usable_mask(df), "engine"].dropna().astype(str).value_counts()
+    fitted = {e for e, n in named.items() if e and n >= C.DEFAULT_MIN_ROWS}
     parts = []
     for vendor in sorted(v for v in probe["group_vendor"].unique() if v):
         test = df.index.isin(probe.index[probe["group_vendor"].eq(vendor)])
@@ -110,6 +117,9 @@ def held_out_by_vendor(df: pd.DataFrame, progress: Callable[[str], None] | None 
             overlay = C.calibrate(df.loc[~test]).overlay
         except SpecError:  # nothing left to fit: the engine files' values
             overlay = {}
+        pooled = overlay.get(POOLED, {})
+        for engine in sorted(fitted - set(overlay)) if pooled else ():
+            overlay[engine] = {"defaults": C._copy(pooled)}
         parts.append(_used(compare(df.loc[test], overlay=overlay)))
     return pd.concat(parts, ignore_index=True) if parts else probe.iloc[:0]
 
