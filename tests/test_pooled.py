@@ -14,7 +14,6 @@ from grids.errors import SpecError
 from grids.hardware import load_catalog
 from sweep import validate as V
 from sweep.validate import calibration as C
-
 from tests.test_engines import parse, src, toy_raw
 
 SHIPPED = V.read_measurements()
@@ -139,7 +138,7 @@ def test_the_pooled_unit_recovers_shared_parameters():
     ev = V.Evaluator(rows, overlay={})
     unit = C.plan_pooled(ev, 10)
     assert unit is not None and len(unit.rows) == len(rows)
-    truth_values = {p: 0.6 for p in unit.params}
+    truth_values = dict.fromkeys(unit.params, 0.6)
     truth_values.update({"bandwidth": 0.75, "iteration_overhead": 2e-3,
                          "request_overhead": 12e-3})
     truth: dict = {}

@@ -7,8 +7,8 @@ grouped by (the engine that serves the device, the device's vendor); a group's b
 ``quantile`` (default 0.68) of ``|e|``, as a factor ``exp(q) >= 1``. The band of a vendor
 without data comes from leave-one-*vendor*-out residuals (the engines calibrated without any
 measurement of the vendor; an engine left without rows takes the cross-engine ``[pooled]``
-factors, as a stack without measurements does), each held-out vendor weighted equally so the vendor with most rows
-does not decide it. The band of the ratio of two devices of one group is the quantile of
+factors, as a stack without measurements does), each held-out vendor weighted equally so the
+vendor with most rows does not decide it. The band of the ratio of two devices of one group is the quantile of
 ``|e_a - e_b|`` over pairs of held-out rows that differ only in the device. The rules that turn
 these into a device's band are in :mod:`grids.bands`.
 """

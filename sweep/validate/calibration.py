@@ -180,8 +180,9 @@ def fit_unit(ev: Evaluator, unit: Unit, overlay: dict[str, Any], *, loss: Loss =
         s2 = float(np.sum(r * r) / max(n - len(x), 1))
         cov = np.linalg.pinv(jac.T @ jac) * s2
         stderr = {p: float(math.sqrt(max(cov[i, i], 0.0))) for i, p in enumerate(unit.params)}
+        vendor_share = _vendor_shares(jac, np.asarray(ev.vendors)[unit.rows][ok], unit.params)
     except (np.linalg.LinAlgError, ValueError):
-        pass
+        vendor_share = {}
     tol = 1e-3 * (hi - lo)
     at_bound = [p for i, p in enumerate(unit.params)
                 if abs(x[i] - lo[i]) <= tol[i] or abs(x[i] - hi[i]) <= tol[i]]
@@ -192,7 +193,37 @@ def fit_unit(ev: Evaluator, unit: Unit, overlay: dict[str, Any], *, loss: Loss =
         after=V.median_abs_rel_error(pred1[ok], meas[ok]),
         male_before=V.mean_abs_log_error(pred0[ok], meas[ok]),
         male_after=V.mean_abs_log_error(pred1[ok], meas[ok]),
-        success=bool(res.success), message=str(res.message))
+        success=bool(res.success), message=str(res.message), vendor_share=vendor_share)
+
+
+def _vendor_shares(jac: np.ndarray, vendors: np.ndarray, params: list[str]
+                   ) -> dict[str, dict[str, float]]:
+    """Per parameter, each vendor's share of ``sum(jac**2)`` over its rows."""
+    out: dict[str, dict[str, float]] = {}
+    for i, p in enumerate(params):
+        col = jac[:, i] ** 2
+        total = float(col.sum())
+        out[p] = {str(v): (float(col[vendors == v].sum()) / total if total > 0 else 0.0)
+                  for v in sorted(set(vendors.tolist()))}
+    return out
+
+
+#: a vendor whose rows carry at least this share of the information on a parameter of an
+#: engine's defaults alone informs it: the value is that vendor's, not the engine's
+SINGLE_VENDOR_SHARE = 0.9
+
+
+def single_vendor_params(f: UnitFit) -> dict[str, tuple[str, float]]:
+    """Parameters of a multi-vendor defaults fit that one vendor's rows alone inform:
+    ``{param: (vendor, fitted value)}`` (:data:`SINGLE_VENDOR_SHARE`)."""
+    out = {}
+    for p, shares in f.vendor_share.items():
+        if len(shares) < 2 or p not in f.values:
+            continue
+        vendor, share = max(shares.items(), key=lambda kv: kv[1])
+        if share >= SINGLE_VENDOR_SHARE:
+            out[p] = (vendor, f.values[p])
+    return out
 
 
 def fit_within_bounds(ev: Evaluator, unit: Unit, overlay: dict[str, Any],
@@ -293,10 +324,12 @@ def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: Loss 
     if not units:
         raise SpecError("calibrate: no engine has enough usable rows that name it "
                         f"(--min-rows {min_rows}); nothing to fit")
+    opts = {"loss": loss, "f_scale": f_scale, "prior_weight": prior_weight, "max_nfev": max_nfev}
     for unit in sorted(units, key=lambda u: (u.engine, u.level != "defaults", u.key)):
         say(f"fitting {unit.name} on {len(unit.rows)} rows: {', '.join(unit.params)}")
-        f = fit_within_bounds(ev, unit, overlay, say, floor_dtypes, loss=loss, f_scale=f_scale,
-                              prior_weight=prior_weight, max_nfev=max_nfev)
+        f = fit_within_bounds(ev, unit, overlay, say, floor_dtypes, **opts)
+        if f is not None and unit.level == "defaults":
+            f = _without_single_vendor(ev, f, overlay, units, say, floor_dtypes, **opts)
         if f is None:
             say(f"  {unit.name}: no row can be evaluated, left at the file's values")
             continue
@@ -337,6 +370,35 @@ def fit_pooled(ev: Evaluator, min_rows: int = DEFAULT_MIN_ROWS, say: Any = None,
         if p in values and p.split(".")[0] in POOLABLE:
             _set_flat(table, p, values[p])
     return f, table
+
+
+def _without_single_vendor(ev: Evaluator, f: UnitFit, overlay: dict[str, Any],
+                           units: list[Unit], say: Any, floor_dtypes: bool, **opts: Any
+                           ) -> UnitFit:
+    """An engine's defaults fit again without the parameters one vendor's rows alone inform
+    (:func:`single_vendor_params`): they keep their prior at the engine level, so that one
+    vendor's rows do not set what every other vendor of the engine inherits (issue 20: coverage
+    must not decide comparisons). The value goes to that vendor's level when the vendor has no
+    unit of its own (which would fit it from its own rows)."""
+    unit = f.unit
+    single = single_vendor_params(f)
+    if not single:
+        return f
+    say(f"  {unit.name}: " + ", ".join(f"{p} informed by {v}'s rows alone ({x:.4g})"
+                                       for p, (v, x) in single.items())
+        + ": set for that vendor, the engine level keeps its prior, the rest refitted")
+    own = {u.key for u in units if u.engine == unit.engine and u.level == "vendor"}
+    for p, (vendor, x) in single.items():
+        if vendor not in own:
+            _set(overlay, unit.engine, "vendor", vendor, p, x)
+    free = [p for p in unit.params if p not in single and p not in f.reverted]
+    g = fit_within_bounds(ev, dataclasses.replace(unit, params=free), overlay, say, floor_dtypes,
+                          **opts) if free else None
+    if g is None:
+        g = dataclasses.replace(f, values={}, stderr={}, at_bound=[], after=f.before,
+                                male_after=f.male_before)
+    return dataclasses.replace(g, unit=unit, reverted={**f.reverted, **g.reverted},
+                               floored={**f.floored, **g.floored}, single_vendor=single)
 
 
 def leave_one_publisher_out(df: pd.DataFrame, *, progress=None, **opts: Any
@@ -424,6 +486,8 @@ def overlay_toml(cal: Calibration, *, data_path: str | Path, command: str,
             "floored": [floor_label(*k) for k in f.floored],
             "floored_from": [w for w, _ in f.floored.values()],
             "floored_to": [fl for _, fl in f.floored.values()],
+            "single_vendor": [f"{p} -> {v}" for p, (v, _) in f.single_vendor.items()],
+            "single_vendor_value": [x for _, x in f.single_vendor.values()],
             "before_median_abs_rel_error": f.before, "after_median_abs_rel_error": f.after,
         } for f in cal.fits},
     }

@@ -73,6 +73,13 @@ class UnitFit:
     #: narrower-dtype compute factors raised to their floor (:func:`dtype_floors`): the value the
     #: fit (or the prior) had, and the floor it was set to and kept at while the rest was refitted
     floored: dict[tuple[str, str, str], tuple[float, float]] = field(default_factory=dict)
+    #: per parameter, each vendor's share of the information the rows carry on it (the squared
+    #: Jacobian of the log errors of its rows at the solution, summed)
+    vendor_share: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: parameters of an engine's defaults that one vendor's rows alone inform (share >=
+    #: ``SINGLE_VENDOR_SHARE``): the vendor and the value the joint fit gave; they keep their prior
+    #: at the engine level and the value goes to that vendor's level instead
+    single_vendor: dict[str, tuple[str, float]] = field(default_factory=dict)
 
 
 @dataclass
