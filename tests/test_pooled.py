@@ -159,3 +159,38 @@ def test_the_pooled_unit_recovers_shared_parameters():
     # one engine alone is not a pooled value
     assert C.plan_pooled(V.Evaluator(nv.reset_index(drop=True), overlay={}), 10) is None
     assert np.isfinite(fit.before)
+
+
+def test_one_vendors_information_sets_that_vendor_not_the_engine():
+    """A parameter of an engine's defaults that one vendor's rows alone inform (>= 90% of the
+    squared Jacobian) is found, and in the shipped overlay it stays off the engine level: it is
+    set for that vendor (or fitted by the vendor's own unit), never inherited by the others."""
+    jac = np.array([[1.0, 0.1], [2.0, 0.0], [0.0, 3.0], [0.1, 3.0]])
+    shares = C._vendor_shares(jac, np.array(["A", "A", "B", "B"]), ["x", "y"])
+    assert shares["x"]["A"] == pytest.approx(5.0 / 5.01)
+    assert shares["y"]["B"] == pytest.approx(18.0 / 18.01)
+    fit = C.UnitFit(unit=C.Unit("vllm", "defaults", "", np.arange(4), ["x", "y"]), start={},
+                    values={"x": 0.3, "y": 0.5}, stderr={}, at_bound=[], rows=4, before=0.0,
+                    after=0.0, male_before=0.0, male_after=0.0, success=True,
+                    vendor_share={"x": {"A": 0.95, "B": 0.05}, "y": {"A": 0.5, "B": 0.5}})
+    assert C.single_vendor_params(fit) == {"x": ("A", 0.3)}
+    # the shipped overlay
+    with open(C.default_output(), "rb") as fh:
+        import tomllib
+
+        shipped = tomllib.load(fh)
+    units = shipped["provenance"]["unit"]
+    moved = 0
+    for name, rec in units.items():
+        for entry, value in zip(rec.get("single_vendor", []), rec.get("single_vendor_value", [])):
+            param, vendor = entry.split(" -> ")
+            engine = name.split(".")[0]
+            base, _, dtype = param.partition(".")
+            table = shipped[engine].get("defaults", {})
+            assert (dtype not in table.get(base, {})) if dtype else (base not in table), entry
+            if f"{engine}.vendor.{vendor}" not in units:
+                got = shipped[engine]["vendor"][vendor]
+                got = got[base][dtype] if dtype else got[base]
+                assert got == pytest.approx(value), entry
+            moved += 1
+    assert moved >= 1
