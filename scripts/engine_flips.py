@@ -11,7 +11,11 @@ alone (``calibrated = 0``). A flip is *within the band* when the native margin i
 the uncertainty band of the two devices' ratio (docs/analysis.md, "Uncertainty bands"): then the
 published measurements cannot tell the two apart either.
 
-    python -m scripts.engine_flips [--basis power] [--top 15]
+    python -m scripts.engine_flips [--basis power] [--top 15] [--example]
+
+``--example`` also prints the issue's example on the same grid: Llama-3.3-70B fp8 at a
+1,024-token prompt, tokens/s per device meeting TTFT <= 2 s and TPOT <= 50 ms
+(``ds.sweep.goodput``), under ``ideal`` and ``native``.
 """
 
 from __future__ import annotations
@@ -108,14 +112,32 @@ def markdown(rows: list[dict], total: dict, top: int, basis: str) -> str:
     return "\n".join(lines)
 
 
+EXAMPLE_DEVICES = ("mi300x", "h100-sxm", "gaudi3", "tpu-v7")
+
+
+def example(ds) -> str:
+    """The issue's example (module docstring) as one line per engine."""
+    sub = ds.sel(model="llama-3.3-70b", precision="fp8", context=1024,
+                 hardware=list(EXAMPLE_DEVICES))
+    g = sub.sweep.goodput(ttft=2.0, tpot=0.050, per="device")["goodput"]
+    return "\n".join(
+        f"{e}: " + ", ".join(f"{h} {float(g.sel(engine=e, hardware=h)):,.0f}"
+                             for h in EXAMPLE_DEVICES) + " tokens/s per device"
+        for e in ("ideal", "native"))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--basis", default="power", help="comparison basis (default power: per kW)")
     p.add_argument("--top", type=int, default=15, help="pairs to list (default 15)")
+    p.add_argument("--example", action="store_true",
+                   help="also print the issue's Llama-3.3-70B fp8 goodput example")
     args = p.parse_args(argv)
     ds = sweep.run({**DEFAULT_SPEC, "engine": ["native", "ideal"]}, progress=False)
     rows, total = flips(ds, args.basis)
     print(markdown(rows, total, args.top, args.basis))
+    if args.example:
+        print("\n" + example(ds))
     return 0
 
 
