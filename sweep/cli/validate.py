@@ -256,13 +256,13 @@ def bands_markdown(tables: dict[str, Any]) -> str:
 
 def fit_table(cal) -> str:
     """One row per fitted unit: rows, each parameter's value +/- its standard error, the ones
-    whose fit reached a bound (findings, kept at their prior), the median abs rel error before
-    and after."""
+    whose fit reached a bound (findings, kept at their prior) or that one vendor's rows alone
+    inform (moved to that vendor), the median abs rel error before and after."""
     from sweep.validate import calibration as C
     from sweep.validate.report import fmt_error
 
-    lines = ["| unit | rows | fitted values (+/- std. error) | at bound or floor | before | "
-             "after |",
+    lines = ["| unit | rows | fitted values (+/- std. error) | at bound or floor; one vendor's | "
+             "before | after |",
              "|---|---:|---|---|---:|---:|"]
     for f in cal.fits:
         vals = ", ".join(f"{p} {_fmt_param(p, v)}"
@@ -272,7 +272,9 @@ def fit_table(cal) -> str:
                              for p, v in f.reverted.items()),
                            *(f"{C.floor_label(*k)} (fit or prior {_fmt_param(k[2], was)}; "
                              f"raised to its floor {_fmt_param(k[2], fl)})"
-                             for k, (was, fl) in f.floored.items())])
+                             for k, (was, fl) in f.floored.items()),
+                           *(f"{p} -> {v} ({_fmt_param(p, x)}; informed by its rows alone)"
+                             for p, (v, x) in f.single_vendor.items())])
         lines.append(f"| {f.unit.name} | {f.rows} | {vals or '-'} | {bound or '-'} | "
                      f"{fmt_error(f.before)} | {fmt_error(f.after)} |")
     return "\n".join(lines)
