@@ -171,6 +171,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                                    "at_bound": f.at_bound, "reverted": f.reverted,
                                    "floored": {C.floor_label(*k): v
                                                for k, v in f.floored.items()},
+                                   "single_vendor": {p: {"vendor": v, "value": x}
+                                                     for p, (v, x) in f.single_vendor.items()},
                                    "before": f.before,
                                    "after": f.after} for f in cal.fits},
             "before": {k: V.records(v) for k, v in V.summarize(before).items()},

@@ -221,7 +221,7 @@ def single_vendor_params(f: UnitFit) -> dict[str, tuple[str, float]]:
         if len(shares) < 2 or p not in f.values:
             continue
         vendor, share = max(shares.items(), key=lambda kv: kv[1])
-        if share >= SINGLE_VENDOR_SHARE:
+        if share >= SINGLE_VENDOR_SHARE and vendor:  # "": rows spanning vendors
             out[p] = (vendor, f.values[p])
     return out
 
