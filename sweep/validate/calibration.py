@@ -5,11 +5,14 @@ best software reaches on a device (sourced or class-default achievable fractions
 (``grids/data/engines``) states how far a serving stack falls short of that and what it costs on top
 (docs/engines.md). Fitting units are hierarchical, as the engine catalog resolves:
 
-1. ``<engine>.defaults``: one parameter set per engine, pooled over every row that names it,
-   where at least ``min_rows`` rows do (fewer: the engine file's values stand, reported);
+1. ``<engine>.defaults``: one parameter set per engine, over every row that names it, where at
+   least ``min_rows`` rows do (fewer: the engine file's values stand, reported). A parameter that
+   one vendor's rows alone inform (:data:`SINGLE_VENDOR_SHARE` of its information) is that
+   vendor's, not the engine's: it keeps its prior here, goes to the vendor's level (or to the
+   vendor's own unit), and the rest is fitted again (:func:`single_vendor_params`);
 2. ``<engine>.vendor.<vendor>``: the same engine on one vendor's devices, where that vendor has at
-   least ``min_rows`` rows and is not the engine's only vendor; it starts from the pooled values and
-   a prior pulls it toward them, so thin data stay near the pooled fit;
+   least ``min_rows`` rows and is not the engine's only vendor; it starts from the engine's values
+   (1.) and a prior pulls it toward them, so thin data stay near the engine's fit;
 3. ``pooled``: one parameter set for every row that names an engine, all engines and vendors at
    once (the set applied at every level of every engine the rows name), started from the median
    of those engines' file values. It is what the measurements say about a serving stack in
