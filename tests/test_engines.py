@@ -297,13 +297,29 @@ def test_more_specific_dtype_table_replaces_only_its_dtypes():
     assert p.decode_compute["bf16"] == 0.5
     assert p.decode_compute["fp8"] == 0.6  # not replaced by the vendor table
     assert p.decode_compute["fp16"] == p.decode_compute["int4"] == 0.5  # filled from bf16
-    assert "fp16 not listed" in p.origin["decode_compute.fp16"]
+    assert "int4 not listed" in p.origin["decode_compute.int4"]
+    assert p.origin["decode_compute.fp16"].startswith("as decode_compute.bf16 at the same level")
     assert p.prefill_compute == dict.fromkeys(COMPUTE_DTYPES, 0.8)
     assert p.compute("fp8", "decode") == 0.6 and p.compute("bf16", "prefill") == 0.8
     with pytest.raises(SpecError, match="unknown phase"):
         p.compute("bf16", "generate")
     with pytest.raises(SpecError, match="did you mean"):
         p.compute("bf17", "decode")
+
+
+def test_fp16_and_bf16_resolve_alike(catalog, devices):
+    """fp16 and bf16 run at one tensor-core rate: a level that lists only bf16 gives fp16 too, so
+    a less specific level's fit never reaches fp16 past a vendor's bf16 value (issue 20: fp16 on
+    AMD took vLLM's NVIDIA-fitted prefill factor, 0.772, against AMD's 0.75)."""
+    for overlay in (None, {}):
+        for engine in catalog:
+            for dev in devices.values():
+                p = E.resolve(engine, dev, overlay)
+                for table in (p.prefill_compute, p.decode_compute):
+                    assert table["fp16"] == table["bf16"], (engine, dev.id, overlay is None)
+    p = E.resolve("vllm", devices["mi300x"])
+    assert p.prefill_compute["fp16"] == 0.75
+    assert p.origin["prefill_compute.fp16"].startswith("as prefill_compute.bf16 at the same level")
 
 
 def test_hypothetical_device_resolves_as_its_base():

@@ -190,6 +190,11 @@ RETIRED = {
 FLAT_KEYS = (*(f"{p}.{d}" for p in BY_DTYPE for d in COMPUTE_DTYPES), *SCALARS)
 #: dtypes a missing per-dtype factor is taken from, in order (else the ideal value)
 FILL_FROM = ("bf16", "fp16")
+#: 16-bit dtypes that run at one tensor-core rate on every catalog device that has both: a level
+#: that lists one of them and not the other gives both (so a vendor's bf16 estimate is not
+#: bypassed for fp16 by a less specific level's fit; issue 20 "fp16 on AMD picks up
+#: NVIDIA-fitted factors"); ``sweep calibrate`` fits them as one factor for the same reason
+SAME_RATE = {"fp16": "bf16", "bf16": "fp16"}
 
 
 def engines_dir() -> Path:

@@ -25,6 +25,7 @@ from grids.engines.parameters import (
     FILL_FROM,
     FLAT_KEYS,
     PARAMS,
+    SAME_RATE,
     SCALARS,
     EngineParams,
 )
@@ -68,15 +69,22 @@ def _resolve_levels(engine: Engine, device: Device,
     real = any(engine.levels.values())
     found: dict[str, Value] = {}
     for key in FLAT_KEYS:
+        name, _, dtype = key.partition(".")
+        twin = f"{name}.{SAME_RATE[dtype]}" if dtype in SAME_RATE else ""
         for level in chain:
             if key in level:
                 found[key] = level[key]
                 break
-        v = found.get(key)
-        if v is not None and v.pooled and pooled and key in pooled:
+            if twin in level:  # the same-rate 16-bit dtype at this level stands for it
+                t = level[twin]
+                found[key] = Value(t.value, f"as {twin} at the same level (one 16-bit rate): "
+                                            f"{t.origin}", t.sourced, t.pooled)
+                break
+        prior = found.get(key)
+        if prior is not None and prior.pooled and pooled and key in pooled:
             found[key] = Value(pooled[key].value,
                                f"overlay [pooled] (fitted across the engines with measurements; "
-                               f"replaces the prior {v.value:g} of {v.origin})")
+                               f"replaces the prior {prior.value:g} of {prior.origin})")
     values: dict[str, Any] = {}
     origin: dict[str, str] = {}
     for name in SCALARS:
