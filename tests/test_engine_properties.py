@@ -131,7 +131,8 @@ def test_shipped_calibration_is_applied():
         fitted_numbers[engine] = nums
     # the cross-engine [pooled] table reaches the engines whose files mark a factor pooled
     pooled_numbers = fitted_numbers.pop("pooled")
-    for engine in ("gaudi", "jetstream", "groq", "groq-specdec", "cerebras", "sambaflow"):
+    for engine in ("gaudi", "jetstream", "groq", "groq-specdec", "cerebras", "sambaflow",
+                   "deepspeed-mii"):
         fitted_numbers[engine] = pooled_numbers
     for engine in fitted_numbers:
         changed = []
