@@ -4,6 +4,8 @@ is only a prior, replaced by the calibration overlay's cross-engine ``[pooled]``
 
 from __future__ import annotations
 
+import tomllib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -158,7 +160,6 @@ def test_the_pooled_unit_recovers_shared_parameters():
     assert fit.after < 0.005 < fit.before
     # one engine alone is not a pooled value
     assert C.plan_pooled(V.Evaluator(nv.reset_index(drop=True), overlay={}), 10) is None
-    assert np.isfinite(fit.before)
 
 
 def test_one_vendors_information_sets_that_vendor_not_the_engine():
@@ -176,8 +177,6 @@ def test_one_vendors_information_sets_that_vendor_not_the_engine():
     assert C.single_vendor_params(fit) == {"x": ("A", 0.3)}
     # the shipped overlay
     with open(C.default_output(), "rb") as fh:
-        import tomllib
-
         shipped = tomllib.load(fh)
     units = shipped["provenance"]["unit"]
     moved = 0
