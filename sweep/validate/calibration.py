@@ -39,7 +39,7 @@ issue 20.)
 
 A parameter whose fit ends at one of its bounds is a finding, not a value: the rows want what
 the physics does not allow, so a mechanism is missing. It keeps its prior (the engine file's
-value, or the pooled fit's for a vendor unit), is reported (``reverted_at_bound``), and the unit's
+value, or the engine fit's for a vendor unit), is reported (``reverted_at_bound``), and the unit's
 other parameters are fitted again without it (:func:`fit_within_bounds`). Likewise a narrower
 compute dtype's factor that would make a device compute it slower than the wider dtype (fp8
 below bf16, fp4 below fp8, on a device with both units) is raised to the floor where it is not,
@@ -127,7 +127,7 @@ def fit_unit(ev: Evaluator, unit: Unit, overlay: dict[str, Any], *, loss: Loss =
 
     sub = Evaluator.subset(ev, unit.rows)
     meas = sub.rows["value"].to_numpy(np.float64)
-    pairs = _unit_pairs(ev, unit)
+    pairs = _unit_pairs(ev, unit) if unit.level == POOLED else []  # where _apply sets it
     if unit.level == POOLED:
         x0 = _pooled_start(ev, unit)
     else:  # the starting point: what the engine resolves to now on a device of the unit
@@ -342,8 +342,7 @@ def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: Loss 
         for p, v in f.values.items():
             _set(overlay, unit.engine, unit.level, unit.key, p, v)
     violations = {f.unit.name: found for f in fits if (found := dtype_floors(f.unit, overlay))}
-    if pooled and (found_pooled := fit_pooled(ev, min_rows, say, loss=loss, f_scale=f_scale,
-                                              prior_weight=prior_weight, max_nfev=max_nfev)):
+    if pooled and (found_pooled := fit_pooled(ev, min_rows, say, **opts)):
         fits.append(found_pooled[0])
         overlay[POOLED] = found_pooled[1]
     return Calibration(fits, overlay, rows, options={

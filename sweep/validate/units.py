@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from grids.engines.parameters import POOLED
+from grids.engines.parameters import POOLED, SAME_RATE
 from sweep.validate.evaluator import Evaluator
 
 #: fitted scalar parameters: name -> (lower bound, upper bound, optimiser scale)
@@ -22,9 +22,10 @@ BOUNDS = {
     "kv8_efficiency": (0.05, 1.0, 1.0),
 }
 #: compute dtypes fitted as one factor: fp16 and bf16 run at the same tensor-core rate on every
-#: catalog device that has both, so a difference between their fits would only absorb other
-#: differences between the sources that used each (one 16-bit factor, written to both)
-TIED_DTYPES = {"fp16": "bf16"}
+#: catalog device that has both (:data:`~grids.engines.parameters.SAME_RATE`), so a difference
+#: between their fits would only absorb other differences between the sources that used each
+#: (one 16-bit factor, fitted as bf16 and written to both)
+TIED_DTYPES = {d: t for d, t in SAME_RATE.items() if t == "bf16"}
 #: metrics that inform decode and prefill parameters
 DECODE_METRICS = {"tpot", "throughput", "total_throughput", "e2e_latency", "tokens_per_joule",
                   "total_tokens_per_joule"}
@@ -36,10 +37,11 @@ PREFILL_METRICS = {"ttft", "e2e_latency", "throughput", "total_throughput", "pre
 
 @dataclass
 class Unit:
-    """One fitting unit: an engine's pooled defaults or one vendor of it."""
+    """One fitting unit: an engine's defaults, one vendor of it, or the cross-engine ``pooled``
+    unit (engine and level ``pooled``)."""
 
     engine: str
-    level: str  # "defaults" or "vendor"
+    level: str  # "defaults", "vendor" or "pooled"
     key: str  # vendor name ("" for defaults)
     rows: np.ndarray  # indices into the usable rows
     params: list[str]  # flat names: "bandwidth", "decode_compute.bf16", ...
@@ -67,8 +69,8 @@ class UnitFit:
     message: str = ""
     #: parameters whose fit ended at a physical bound, with the bound value they reached: a
     #: finding (the rows want what the physics does not allow, so a mechanism is missing), not a
-    #: value to ship; they keep their prior (the engine file's or the pooled fit's value) and the
-    #: rest is fitted again without them
+    #: value to ship; they keep their prior (the engine file's, or the engine fit's for a vendor
+    #: unit) and the rest is fitted again without them
     reverted: dict[str, float] = field(default_factory=dict)
     #: narrower-dtype compute factors raised to their floor (:func:`dtype_floors`): the value the
     #: fit (or the prior) had, and the floor it was set to and kept at while the rest was refitted
