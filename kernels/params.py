@@ -48,6 +48,9 @@ HW_FIELDS = (
     # the share of the memory free after weights and activations the KV cache gets (engines whose
     # memory fraction applies to the free memory; 1 = the whole of it, section 11)
     "kv_free_fraction",
+    # 1 = decode attention reads each KV head once for its group of query heads (GQA-aware
+    # kernels); 0 = once per query head (section 3, eq. (3b))
+    "gqa_aware",
     # cost
     "cost_fixed", "cost_energy",                            # [USD/s per device], [USD/J]
 )

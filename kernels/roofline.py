@@ -44,6 +44,7 @@ H_SPK, H_SPA, H_SPC = HW["spec_tokens"], HW["spec_acceptance"], HW["spec_draft_c
 H_SUP, H_CFIX, H_CEN = HW["supported"], HW["cost_fixed"], HW["cost_energy"]
 H_CHP, H_MIX, H_BLK, H_RES = (HW["chunked_prefill"], HW["mixed_batching"], HW["kv_block"],
                               HW["kv_reserve"])
+H_GQA = HW["gqa_aware"]
 
 X_PEAK, X_EPRE, X_EDEC, X_GKV, X_GW = (PX["peak"], PX["eff_prefill"], PX["eff_decode"],
                                        PX["kv_factor"], PX["weight_factor"])
@@ -89,7 +90,7 @@ R_CONTEXT, R_MEMORY, R_HOSTCAP, R_SATURATED = (R["context_window"], R["memory"],
 Geometry = namedtuple("Geometry", (
     "a_pad", "p_lin", "stage_layers", "sf", "moe_stage", "w_read_end",
     "dense_read_dev", "experts_dev", "weights_dev", "dense_read_on", "experts_on", "stored_on",
-    "host_bytes", "kv_frac", "act_per_token_layer", "w_replica", "dev_cap",
+    "host_bytes", "kv_frac", "kv_reads", "act_per_token_layer", "w_replica", "dev_cap",
     "cbytes", "t_ovh"))
 #: the KV-independent parts of forward passes, from :func:`pass_fixed`
 Pass = namedtuple("Pass", (
@@ -395,6 +396,12 @@ def stage_geometry(hw, md, pr, ly):
         kv_frac = math.ceil(md[M_NKV] / tp) / md[M_NKV]
     else:
         kv_frac = 1.0
+    # a decode attention kernel that is not GQA-aware reads a KV head once per query head it
+    # serves: the device's query heads over its KV heads [model.md eq. (3b)]; MLA's latent cache
+    # (not sharded by tp) is outside this rule
+    kv_reads = 1.0
+    if hw[H_GQA] < 0.5 and md[M_KVSH] > 0.5 and md[M_NKV] > 0.0:
+        kv_reads = max(1.0, math.ceil(heads / tp) / math.ceil(md[M_NKV] / tp))
     act_per_token_layer = md[M_ACT] / n_layers
     # replica total for eq. (14): the weights (KV, activations and logits are added per point)
     w_replica = md[M_PLIN] * wb + w_head + w_embed + w_experts_all
@@ -410,7 +417,7 @@ def stage_geometry(hw, md, pr, ly):
     t_ovh = stage_layers * hw[H_OVL]
     return Geometry(a_pad, p_lin, stage_layers, sf, moe_stage, w_read_end, dense_read_dev,
                     experts_dev, weights_dev, dense_read_on, experts_on, stored_on, host_bytes,
-                    kv_frac, act_per_token_layer, w_replica, dev_cap, cbytes, t_ovh)
+                    kv_frac, kv_reads, act_per_token_layer, w_replica, dev_cap, cbytes, t_ovh)
 
 
 @scalar_jit

@@ -118,7 +118,8 @@ def iteration(geo, hw, md, px, pr, ly, n_dec, q, c_tok, context, k_p, c_mean, c_
     attn_dec = g_d * q * (md[M_AFD] * c_mean + md[M_AWD] * c_win) * scale
     attn_pre = frac * (md[M_AFP] * window_pairs(context, 0.0, 0.0)
                        + md[M_AWP] * window_pairs(context, md[M_WIN], md[M_CHK])) * scale
-    kv_read = g_d * (md[M_KVF] * c_mean + md[M_KVW] * c_win) * pr[P_KVB] * geo.kv_frac * geo.sf
+    kv_read = (g_d * (md[M_KVF] * c_mean + md[M_KVW] * c_win) * pr[P_KVB] * geo.kv_frac * geo.sf
+               * geo.kv_reads)
     # a chunk attends to the prompt's earlier chunks: their KV is read, its own written
     prefix = context * (k_p - 1.0) / (2.0 * k_p)
     kv_traffic = (kv_read + frac * k_p * kv_bytes_dev(geo, md, pr, prefix)

@@ -134,7 +134,7 @@ def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
     c_mean = context + 0.5 * output_len
     c_win = window_mean_length(context, output_len, win, md[M_CHK])
     kv_mean = md[M_KVF] * c_mean + md[M_KVW] * c_win
-    kv_read = st.g_m * kv_mean * pr[P_KVB] * geo.kv_frac * geo.sf
+    kv_read = st.g_m * kv_mean * pr[P_KVB] * geo.kv_frac * geo.sf * geo.kv_reads
     attn1 = st.g_m * (md[M_AFD] * c_mean + md[M_AWD] * c_win) * geo.sf * geo.a_pad / tp
     d = st.dec
     e_flop = px[X_EFLOP]

@@ -136,6 +136,16 @@ def kv_shard_fraction(md: dict, tp: float) -> float:
     return 1.0
 
 
+def kv_reads(hw: dict, md: dict, tp: float) -> float:
+    """Section 3 (3b): how many times decode attention reads each KV head on a device: 1 for a
+    GQA-aware kernel (or MLA's unsharded latent), else the device's query heads over its KV
+    heads."""
+    n_kv = md["n_kv_heads"]
+    if hw["gqa_aware"] != 0 or md["kv_tp_shardable"] == 0 or n_kv <= 0:
+        return 1.0
+    return max(1.0, math.ceil(md["n_heads"] / tp) / math.ceil(n_kv / tp))
+
+
 def chunk_keys(w: float, n: float) -> float:
     """Section 7: ``F(n) = q W (W+1)/2 + r (r+1)/2`` with ``n = q W + r``: the keys attended by
     the first ``n`` tokens of a sequence under chunked attention of window ``W``."""
@@ -599,7 +609,7 @@ def decode_step(hw, md, pr, px, ly, sz, placement, context, output_len, tokens: 
     traffic = {
         "dense": (1 - off) * sz["r_dense"],
         "exp": (1 - off) * sz["w_exp"] * u,
-        "kv": g_m * kv_mean * pr["kv_bytes"] * sz["f_kv"] * sf,
+        "kv": g_m * kv_mean * pr["kv_bytes"] * sz["f_kv"] * sf * kv_reads(hw, md, tp),
         "act": tokens * 2 * g_m * md["act_elems"] * sf * pr["act_bytes"] / tp,
     }
     host = off * (sz["r_dense"] + sz["w_exp"] * u)

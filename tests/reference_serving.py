@@ -24,6 +24,7 @@ from tests.reference import (
     collectives,
     ep_imbalance,
     kv_elems,
+    kv_reads,
     kv_shard_fraction,
     latency_cov,
     layer_pipeline,
@@ -111,7 +112,7 @@ def iteration(hw: dict, md: dict, pr: dict, px: dict, ly: dict, sz: dict, placem
     traffic = {
         "dense": (1 - off) * sz["r_dense"],
         "exp": (1 - off) * sz["w_exp"] * u,
-        "kv": (g_d * kv_dec + share * (kv_read_prompt + kv_write)) * kvf,
+        "kv": (g_d * kv_dec * kv_reads(hw, md, tp) + share * (kv_read_prompt + kv_write)) * kvf,
         "act": 2 * tokens_busy * md["act_elems"] * sf * pr["act_bytes"] / tp,
     }
     host = off * (sz["r_dense"] + sz["w_exp"] * u)

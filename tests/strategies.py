@@ -99,7 +99,7 @@ def engines(draw, ideal: bool | None = None) -> dict:
              "comm_bytes": 0.0, "comm_overlap": 1.0, "max_batch": math.inf, "pads_heads": 1.0,
              "spec_tokens": 0.0, "spec_acceptance": 0.0, "spec_draft_cost": 0.0,
              "supported": 1.0, "chunked_prefill": 1.0, "mixed_batching": 1.0, "kv_block": 1.0,
-             "kv_reserve": 0.0, "kv_free_fraction": 1.0, **IDEAL_COLLECTIVES}
+             "kv_reserve": 0.0, "kv_free_fraction": 1.0, "gqa_aware": 1.0, **IDEAL_COLLECTIVES}
     else:
         spec = draw(st.booleans())
         e = {"layer_overhead": draw(zero_or(st.floats(0.0, 1e-4))),
@@ -118,7 +118,8 @@ def engines(draw, ideal: bool | None = None) -> dict:
              "mixed_batching": float(draw(st.booleans())),
              "kv_block": float(draw(st.sampled_from([1, 16, 32, 128]))),
              "kv_reserve": float(draw(st.booleans())),
-             "kv_free_fraction": draw(st.one_of(st.just(1.0), st.floats(0.5, 1.0)))}
+             "kv_free_fraction": draw(st.one_of(st.just(1.0), st.floats(0.5, 1.0))),
+             "gqa_aware": float(draw(rarely(0, st.just(1), one_in=4)))}
     e["prefill_chunk"] = float(draw(st.one_of(st.sampled_from([512, 2048, 8192, 8192, 65536]),
                                               log_ints(16, 1 << 17))))
     e["cost_fixed"] = draw(st.one_of(st.just(math.nan), log_floats(1e-6, 1e-2)))
@@ -209,7 +210,7 @@ def simple_device(bw=3.35e12, capacity=80e9, eff=1.0, kind=1, **over) -> dict:
              link_efficiency=1.0, comm_overlap=1.0, max_batch=math.inf, prefill_chunk=8192.0,
              pads_heads=1.0, supported=1.0, cost_fixed=math.nan, cost_energy=0.0,
              chunked_prefill=1.0, mixed_batching=1.0, kv_block=1.0, kv_reserve=0.0,
-             kv_free_fraction=1.0, **IDEAL_COLLECTIVES)
+             kv_free_fraction=1.0, gqa_aware=1.0, **IDEAL_COLLECTIVES)
     d.update(over)
     return d
 

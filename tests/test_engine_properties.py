@@ -299,7 +299,7 @@ HIGHER = (*(f"tier{i}_{x}" for i in range(3) for x in ("capacity", "bandwidth", 
           "host_capacity", "host_bandwidth", "host_efficiency", "package_bandwidth",
           "link_bandwidth", "scaleout_bandwidth", "capacity_fraction", "link_efficiency",
           "switch_efficiency", "custom_ar_efficiency", "comm_overlap", "max_batch", "supported",
-          "kv_free_fraction")
+          "kv_free_fraction", "gqa_aware")
 LOWER = ("package_latency", "link_latency", "scaleout_latency", "jitter", "layer_overhead",
          "iteration_overhead", "request_overhead", "comm_bytes", "collective_overhead",
          "in_switch_overhead", "custom_ar_overhead", "kv_reserve")

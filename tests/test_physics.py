@@ -20,9 +20,17 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from kernels.params import BOUND_INFEASIBLE, METRICS, MODE_RATE, PX_FIELDS, RATE_METRICS, R
+from kernels.params import (
+    BOUND_INFEASIBLE,
+    METRICS,
+    MODE_RATE,
+    MODE_STATIC,
+    PX_FIELDS,
+    RATE_METRICS,
+    R,
+)
 from tests import strategies as S
-from tests.reference import FEASIBLE, reference_point, structural_reason
+from tests.reference import FEASIBLE, kv_reads, reference_point, structural_reason
 
 TIGHT = 1e-5          # relative tolerance of identities between float32 outputs
 #: defined at infeasible points of codes 9-11 too: they say why (max_concurrency: 0 where not
@@ -388,9 +396,11 @@ def test_moe_batch_one_reads_exactly_the_active_parameters(p, context, output_le
         c_w = (_chunk_keys(w, context + output_len) - _chunk_keys(w, context)) / output_len
     else:
         c_w = min(c, w)
-    kv = (md["kv_elems_full"] * c + md["kv_elems_window"] * c_w) * pr["kv_bytes"]
-    act = 2 * md["act_elems"] * pr["act_bytes"]
     hw = p["hw"]
+    # eq. (3b): a kernel that is not GQA-aware reads each KV head once per query head
+    kv = (md["kv_elems_full"] * c + md["kv_elems_window"] * c_w) * pr["kv_bytes"] \
+        * kv_reads(hw, md, 1.0)
+    act = 2 * md["act_elems"] * pr["act_bytes"]
     expected = weights / px["weight_factor"] + kv / px["kv_factor"] + act
     assert close(r["tpot"] * hw["tier0_bandwidth"] * hw["tier0_efficiency"], expected)
     assert r["bound"] == (1 if kind == 0 else 2)
@@ -788,6 +798,12 @@ def test_without_offload_or_spill_fits_means_memory_within_usable_capacity(p):
     assume(not math.isclose(mem, usable, rel_tol=1e-6))
     if r["infeasible_reason"] == R["saturated"]:  # a request rate beyond what fits serves
         assert r["fits"] == 0 and mem <= usable
+        return
+    if p["mode"] != MODE_STATIC and not r["fits"] and mem <= usable:
+        # an engine that gives the KV cache a share of the memory left after the weights
+        # (kv_free_fraction < 1, section 11) may have no room for one request beside them
+        assert hw["kv_free_fraction"] < 1.0 and r["max_concurrency"] == 0
+        assert r["infeasible_reason"] == R["memory"]
         return
     assert r["fits"] == (1 if mem <= usable else 0)
     if not r["fits"]:

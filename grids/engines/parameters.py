@@ -147,6 +147,11 @@ PARAMS: dict[str, ParamSpec] = {
                             "admitted only if the KV cache of its prompt and every output token "
                             "is free (no preemption); false: blocks are allocated as tokens are "
                             "generated, so capacity counts the mean in-flight length"),
+    "gqa_aware_attention": ParamSpec("bool", "bool", 0.0, 1.0, True, "the decode attention "
+                                     "kernel reads each KV head once for all the query heads that "
+                                     "share it (grouped-query attention); false: once per query "
+                                     "head, so a model with g query heads per KV head reads its "
+                                     "KV cache g times per step", absent=True),
     "speculative_tokens": ParamSpec("count", "1", 0.0, 64.0, 0.0, "draft tokens per verification "
                                     "step (0 = off)", whole=True),
     "speculative_acceptance": ParamSpec("fraction", "1", 0.0, 1.0, 0.0, "per-token acceptance "
@@ -159,11 +164,15 @@ SCALARS = tuple(k for k in PARAMS if k not in BY_DTYPE)
 BOOLS = tuple(k for k, v in PARAMS.items() if v.dimension == "bool")
 #: parameters a real engine's file may leave out, each then at its ``absent`` value (else its
 #: ideal value) because that is physically right: engines do not speculate unless configured to;
+#: the attention kernels of current engine releases (FlashAttention, FlashInfer, TensorRT-LLM's
+#: XQA, vLLM's ROCm custom paged attention) serve a KV head's query group in one pass, so a file
+#: states ``gqa_aware_attention = false`` only for a build whose kernel does not;
 #: an engine without a custom all-reduce has none (``custom_allreduce_max_bytes`` 0) and its
 #: other custom-all-reduce parameters are unused; a library that does not state in-switch
 #: reduction does not use it; an engine chooses collectives by its own rules, not the fastest.
 #: Every other parameter must be in a real engine's [defaults].
 OPTIONAL = ("speculative_tokens", "speculative_acceptance", "speculative_draft_cost",
+            "gqa_aware_attention",
             "in_switch_overhead", "custom_allreduce_max_bytes", "custom_allreduce_max_group",
             "custom_allreduce_overhead", "custom_allreduce_efficiency", "oneshot_max_bytes",
             "oneshot_max_bytes_large", "fastest_collective")
@@ -242,6 +251,7 @@ class EngineParams:
     mixed_batching: bool
     kv_block: float  # [token]
     kv_reserve: bool
+    gqa_aware_attention: bool
     speculative_tokens: float  # [1]
     speculative_acceptance: float  # [1]
     speculative_draft_cost: float  # [1]

@@ -77,6 +77,7 @@ def platform_columns(dev: Device, eng: Any, cost: Any | None, prefill_chunk: flo
         chunked_prefill=1.0 if eng.chunked_prefill else 0.0,
         mixed_batching=1.0 if eng.mixed_batching else 0.0,
         kv_block=float(eng.kv_block), kv_reserve=1.0 if eng.kv_reserve else 0.0,
+        gqa_aware=1.0 if eng.gqa_aware_attention else 0.0,
         spec_tokens=float(eng.speculative_tokens), spec_acceptance=eng.speculative_acceptance,
         spec_draft_cost=eng.speculative_draft_cost,
         supported=1.0 if eng.supported else 0.0,
