@@ -63,7 +63,8 @@ class Bands:
         engine resolves to), by the rules of the module docstring."""
         if engine == BOUND_ENGINE:
             return Band(math.nan, 0, math.nan, "bound", False)
-        g = self.groups.get((engine, vendor))
+        # a build (``vllm@0.6.0``) carries its engine's band: the bands are measured per engine
+        g = self.groups.get((engine.partition("@")[0], vendor))
         if g is None or g.rows == 0:
             return Band(self.no_data, 0, math.nan, "no data", False)
         if g.rows >= self.min_rows:

@@ -334,8 +334,9 @@ def test_hypothetical_device_resolves_as_its_base():
 
 
 def test_native_delegates_by_vendor_and_falls_back(devices):
-    expect = {"h100-sxm": "trtllm", "b200": "trtllm", "mi300x": "vllm", "tpu-v6e": "vllm",
-              "max1550": "vllm", "inferentia2": "neuron", "trainium2": "neuron", "gaudi3": "gaudi",
+    expect = {"h100-sxm": "trtllm", "b200": "trtllm", "mi300x": "vllm@0.10",
+              "tpu-v6e": "vllm@0.10", "max1550": "vllm@0.10", "inferentia2": "neuron",
+              "trainium2": "neuron", "gaudi3": "gaudi",
               "cs-3": "cerebras", "sn40l": "sambaflow", "groq-lpu": "groq", "gc200": "native",
               "mtia-v2": "native", "maia-100": "native"}
     for dev_id, target in expect.items():

@@ -25,11 +25,18 @@ Files (each imports only those above it):
 - ``parse.py``: ``parse_engine``, one engine file's tables of sourced values into an ``Engine``;
 - ``overlay.py``: calibration overlays (``read_overlay``, ``check_overlay``) and the shipped one
   (``calibration_path``, ``shipped_overlay``);
-- ``catalog.py``: ``load_engine``, ``catalog_engines``, ``clear_caches``;
+- ``catalog.py``: ``load_engine`` (an id, ``<id>@<build>`` or a path), ``with_build``,
+  ``engine_for_version`` (a measurement row's build), ``catalog_engines``, ``clear_caches``;
 - ``resolution.py``: ``resolve``, an (engine, device) pair to ``EngineParams``.
 """
 
-from grids.engines.catalog import catalog_engines, clear_caches, load_engine
+from grids.engines.catalog import (
+    catalog_engines,
+    clear_caches,
+    engine_for_version,
+    load_engine,
+    with_build,
+)
 from grids.engines.overlay import calibration_path, check_overlay, read_overlay, shipped_overlay
 from grids.engines.parameters import (
     BY_DTYPE,
@@ -49,6 +56,6 @@ from grids.engines.resolution import resolve
 __all__ = [
     "BY_DTYPE", "CALIBRATION_FILE", "ENGINE_IDS", "FLAT_KEYS", "OPTIONAL", "PARAMS", "SCALARS",
     "Engine", "EngineParams", "calibration_path", "catalog_engines", "check_overlay",
-    "clear_caches", "engines_dir", "load_engine", "parse_engine", "read_overlay", "resolve",
-    "shipped_overlay",
+    "clear_caches", "engine_for_version", "engines_dir", "load_engine", "parse_engine",
+    "read_overlay", "resolve", "shipped_overlay", "with_build",
 ]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from pathlib import Path
 
 from grids import tomlio
@@ -23,17 +24,47 @@ def _load_catalog_engine(engine_id: str) -> Engine:
 
 
 def load_engine(ref: str | Path | Engine) -> Engine:
-    """An engine by catalog id, or from the path of a TOML file of the same schema."""
+    """An engine by catalog id, ``<id>@<build>`` (one release of a catalog engine, see
+    :func:`with_build`), or from the path of a TOML file of the same schema."""
     if isinstance(ref, Engine):
         return ref
     text = str(ref)
     if text in ENGINE_IDS:
         return _load_catalog_engine(text)
+    family, at, build = text.partition("@")
+    if at and family in ENGINE_IDS:
+        return with_build(_load_catalog_engine(family), build)
     if text.endswith(".toml") or "/" in text or "\\" in text:
         path = Path(text)
         return parse_engine(tomlio.load(path), path.name)
     raise SpecError(f"unknown engine {text!r}{suggest(text, ENGINE_IDS)}; the catalog engines are "
                     f"{', '.join(ENGINE_IDS)}, or give the path of a TOML file")
+
+
+def with_build(engine: Engine, build: str) -> Engine:
+    """``engine`` as its release ``build``: the file's own build (the bare id's values) or one of
+    its ``[builds]``, whose values take precedence (docs/engines.md "Builds")."""
+    names = engine.build_names()
+    if build not in names:
+        have = (f"its builds are {', '.join(names)}" if names else
+                "it declares no builds (use the bare id)")
+        raise SpecError(f"unknown build {build!r} of engine {engine.id!r}: {have} (write "
+                        f"'{engine.id}@<build>')")
+    active = engine.builds.get(build)
+    versions = engine.versions if active is None else (
+        f"{build} (released {active.released}): {active.description}")
+    return replace(engine, id=f"{engine.id}@{build}", family=engine.id, active=active,
+                   versions=versions)
+
+
+def engine_for_version(engine: str, version: str) -> str:
+    """The engine reference of a measurement row: ``<id>@<build>`` when the row's
+    ``engine_version`` text starts with a ``matches`` prefix of one of the catalog engine's
+    ``[builds]``, else ``engine`` itself (the file's own build, or not a catalog id)."""
+    if engine not in ENGINE_IDS:
+        return engine
+    build = _load_catalog_engine(engine).build_for_version(version)
+    return engine if build is None else f"{engine}@{build}"
 
 
 def catalog_engines() -> dict[str, Engine]:
@@ -54,9 +85,15 @@ def catalog_engines() -> dict[str, Engine]:
     for eng in out.values():
         if not eng.delegate:
             continue
+        for target, ref in eng.delegate:
+            try:
+                load_engine(ref)
+            except SpecError as exc:
+                problems.append(f"{eng.where}: [delegate] {target!r} = {ref!r}: {exc.problems[0]}")
         for dev in _catalog_devices().values():
             hit = eng.delegate_for(dev)
-            if hit and hit[1] in out and not out[hit[1]].runs_on_device(dev):
+            family = hit[1].partition("@")[0] if hit else ""
+            if hit and family in out and not out[family].runs_on_device(dev):
                 problems.append(f"{eng.where}: [delegate] {hit[0]!r} hands {dev.id} to {hit[1]}, "
                                 f"which does not run on it")
     if problems:

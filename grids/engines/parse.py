@@ -25,6 +25,7 @@ from grids.engines.parameters import (
     engines_dir,
 )
 from grids.engines.profile import (
+    Build,
     Engine,
     Value,
     _catalog_devices,
@@ -38,7 +39,10 @@ from grids.hardware.device import unknown_dtype
 from grids.sourced import Sourced, read_sourced
 
 TOP_KEYS = ("id", "name", "description", "versions", "runs_on", "notes", "defaults", "vendor",
-            "class", "device", "delegate")
+            "class", "device", "delegate", "build", "builds")
+#: what one ``[builds.<name>]`` table holds: texts, the ``matches`` list and level tables
+BUILD_TEXTS = ("released", "description", "source")
+BUILD_KEYS = (*BUILD_TEXTS, "matches", "defaults", "vendor", "class", "device")
 
 
 # --------------------------------------------------------------------------------------------
@@ -134,21 +138,85 @@ def _read_level(table: Any, label: str, file: str, problems: list[str]) -> dict[
 
 
 def _read_overrides(raw: dict[str, Any], kind: str, file: str, problems: list[str],
-                    levels: dict[tuple[str, str], dict[str, Value]]) -> None:
-    """``[vendor.<v>]``, ``[class.<c>]`` or ``[device.<id>]`` tables of a file."""
+                    levels: dict[tuple[str, str], dict[str, Value]], prefix: str = "") -> None:
+    """``[vendor.<v>]``, ``[class.<c>]`` or ``[device.<id>]`` tables of a file (or, with
+    ``prefix`` ``builds.<name>.``, of one of its builds)."""
     tables = raw.get(kind)
     if tables is None:
         return
     if not isinstance(tables, dict):
-        problems.append(f"{file}: [{kind}] must hold one table per {kind}, got {tables!r}")
+        problems.append(f"{file}: [{prefix}{kind}] must hold one table per {kind}, got {tables!r}")
         return
     known: Iterable[str] = {"vendor": _known_vendors(), "class": CLASSES,
                             "device": tuple(_catalog_devices())}[kind]
     for key, table in tables.items():
         if key not in known:
-            problems.append(f"{file}: [{kind}.{key}]: unknown {kind}{_suggest(key, known)}")
+            problems.append(f"{file}: [{prefix}{kind}.{key}]: unknown {kind}"
+                            f"{_suggest(key, known)}")
             continue
-        levels[(kind, key)] = _read_level(table, f"{kind}.{tomlio.key(key)}", file, problems)
+        levels[(kind, key)] = _read_level(table, f"{prefix}{kind}.{tomlio.key(key)}", file,
+                                          problems)
+
+
+def _read_levels(raw: dict[str, Any], file: str, problems: list[str],
+                 prefix: str = "") -> dict[tuple[str, str], dict[str, Value]]:
+    """The ``[defaults]`` and override tables of a file or of one of its builds."""
+    levels: dict[tuple[str, str], dict[str, Value]] = {}
+    levels[("defaults", "")] = (_read_level(raw["defaults"], f"{prefix}defaults", file, problems)
+                                if "defaults" in raw else {})
+    for kind in ("class", "vendor", "device"):
+        _read_overrides(raw, kind, file, problems, levels, prefix)
+    return levels
+
+
+def _read_builds(raw: dict[str, Any], file: str,
+                 problems: list[str]) -> tuple[str, dict[str, Build]]:
+    """The file's own build name (``build``) and its other releases (``[builds.<name>]``)."""
+    own = raw.get("build")
+    table = raw.get("builds")
+    if own is None and table is None:
+        return "", {}
+    if not (isinstance(own, str) and own.strip()):
+        problems.append(f"{file}: a file with [builds] names the release its own tables describe "
+                        f"in build = \"<release>\" (what the bare engine id means)")
+        own = ""
+    if table is None:
+        return own, {}
+    if not isinstance(table, dict):
+        problems.append(f"{file}: [builds] must hold one table per release, got {table!r}")
+        return own, {}
+    out: dict[str, Build] = {}
+    for name, b in table.items():
+        where = f"{file}: [builds.{tomlio.key(name)}]"
+        if name == own:
+            problems.append(f"{where}: {name!r} is the file's own build (build = {own!r}); its "
+                            f"values are the file's tables")
+            continue
+        if not isinstance(b, dict):
+            problems.append(f"{where} must be a table, got {b!r}")
+            continue
+        for key in b:
+            if key not in BUILD_KEYS:
+                problems.append(f"{where}: unknown key {key!r}{suggest(key, BUILD_KEYS)}")
+        texts = {}
+        for key in BUILD_TEXTS:
+            v = b.get(key)
+            if not (isinstance(v, str) and v.strip()):
+                problems.append(f"{where}: missing text field {key!r} (released: when, e.g. "
+                                f"\"2024-09\"; description: what differs; source: release "
+                                f"notes or PRs)")
+            texts[key] = v if isinstance(v, str) else ""
+        matches = b.get("matches", [])
+        if not (isinstance(matches, list) and all(isinstance(m, str) and m.strip()
+                                                  for m in matches)):
+            problems.append(f"{where}: matches must be a list of texts (prefixes of the "
+                            f"engine_version of measurement rows that ran this build)")
+            matches = []
+        levels = _read_levels(b, file, problems, prefix=f"builds.{tomlio.key(name)}.")
+        out[name] = Build(name=name, released=texts["released"],
+                          description=texts["description"], source=texts["source"],
+                          matches=tuple(matches), levels=levels)
+    return own, out
 
 
 # --------------------------------------------------------------------------------------------
@@ -173,6 +241,7 @@ def _find_cycle(start: str, first: list[str]) -> list[str] | None:
     """A delegation path from ``start`` back to an engine already on it, if any."""
     def walk(node: str, targets: list[str], path: list[str]) -> list[str] | None:
         for t in targets:
+            t = t.partition("@")[0]  # a build delegates as its file does
             if t in path:
                 return [*path, t]
             if t in ENGINE_IDS:
@@ -213,11 +282,8 @@ def parse_engine(raw: dict[str, Any], file: str, *, expected_id: str | None = No
         problems.append(f"{file}: notes must be a list of texts")
         notes = []
 
-    levels: dict[tuple[str, str], dict[str, Value]] = {}
-    levels[("defaults", "")] = (_read_level(raw["defaults"], "defaults", file, problems)
-                                if "defaults" in raw else {})
-    for kind in ("class", "vendor", "device"):
-        _read_overrides(raw, kind, file, problems, levels)
+    levels = _read_levels(raw, file, problems)
+    own_build, builds = _read_builds(raw, file, problems)
 
     delegate: list[tuple[str, str]] = []
     table = raw.get("delegate")
@@ -228,9 +294,12 @@ def parse_engine(raw: dict[str, Any], file: str, *, expected_id: str | None = No
         else:
             for target, target_engine in table.items():
                 ok = _check_target(target, f"{file}: [delegate]", problems)
-                if not isinstance(target_engine, str) or target_engine not in ENGINE_IDS:
+                family = (target_engine.partition("@")[0] if isinstance(target_engine, str)
+                          else None)
+                if family not in ENGINE_IDS:
                     problems.append(f"{file}: [delegate] {target!r} = {target_engine!r}: unknown "
-                                    f"engine{suggest(str(target_engine), ENGINE_IDS)}")
+                                    f"engine{suggest(str(family), ENGINE_IDS)} (a catalog id, "
+                                    f"or <id>@<build> for one release)")
                 elif ok:
                     delegate.append((target, target_engine))
             cycle = _find_cycle(engine_id, [e for _, e in delegate])
@@ -259,7 +328,8 @@ def parse_engine(raw: dict[str, Any], file: str, *, expected_id: str | None = No
         raise SpecError(problems, f"engine {file}")
     return Engine(id=engine_id, name=text["name"], description=text["description"],
                   versions=text["versions"], runs_on=tuple(runs_on),
-                  notes=tuple(notes), levels=levels, delegate=tuple(delegate), where=file)
+                  notes=tuple(notes), levels=levels, delegate=tuple(delegate), where=file,
+                  build=own_build, builds=builds)
 
 
 def _check_custom_allreduce(levels: Mapping[tuple[str, str], Mapping[str, Value]], file: str,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from grids.errors import suggest
@@ -28,11 +28,33 @@ class Value:
     pooled: bool = False
 
 
+Levels = Mapping[tuple[str, str], Mapping[str, Value]]
+
+
+@dataclass(frozen=True)
+class Build:
+    """One release of an engine other than the one its file's tables describe: what differs
+    (``levels``, same shape as :attr:`Engine.levels`), when it was released, and which
+    ``engine_version`` texts of measurement rows name it (``matches``, prefixes)."""
+
+    name: str
+    released: str
+    description: str
+    source: str
+    matches: tuple[str, ...]
+    levels: Levels
+
+
 @dataclass(frozen=True)
 class Engine:
     """A loaded engine profile. ``levels`` maps ``(level, key)`` (``("defaults", "")``,
     ``("vendor", "AMD")``, ``("class", "gpu")``, ``("device", "h100-sxm")``) to flat parameter
-    keys (``iteration_overhead``, ``decode_compute.bf16``, ...) -> :class:`Value`."""
+    keys (``iteration_overhead``, ``decode_compute.bf16``, ...) -> :class:`Value`.
+
+    ``build`` names the release the file's tables describe (what the bare id means); ``builds``
+    holds the file's other releases. A profile loaded as ``<id>@<build>`` has ``id``
+    ``"<id>@<build>"``, ``family`` the file's id and ``active`` that build (None: the file's
+    own build)."""
 
     id: str
     name: str
@@ -43,6 +65,30 @@ class Engine:
     levels: Mapping[tuple[str, str], Mapping[str, Value]]
     delegate: tuple[tuple[str, str], ...] = ()
     where: str = ""
+    build: str = ""
+    builds: Mapping[str, Build] = field(default_factory=dict)
+    family: str = ""
+    active: Build | None = None
+
+    @property
+    def file_id(self) -> str:
+        """The id of the engine file (and of its calibration overlay section)."""
+        return self.family or self.id
+
+    def build_names(self) -> tuple[str, ...]:
+        """Every release this file describes: its own first, then its ``[builds]``."""
+        return ((self.build,) if self.build else ()) + tuple(self.builds)
+
+    def build_for_version(self, version: str) -> str | None:
+        """The build whose ``matches`` prefixes the ``engine_version`` text ``version`` starts
+        with (the longest prefix wins), or None (the file's own build)."""
+        text = str(version).strip()
+        best: tuple[int, str] | None = None
+        for b in self.builds.values():
+            for m in b.matches:
+                if text.startswith(m) and (best is None or len(m) > best[0]):
+                    best = (len(m), b.name)
+        return None if best is None else best[1]
 
     def runs_on_device(self, device: Device) -> bool:
         """Whether a ``runs_on`` entry matches ``device`` (a hypothetical one as its base)."""

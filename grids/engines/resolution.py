@@ -8,7 +8,9 @@ or a less specific level. A value the file marks ``pooled = true`` (a stack with
 whose value is only a prior) is replaced by the overlay's cross-engine ``[pooled]`` value of that
 parameter, fitted on the rows of every engine with measurements (issue 20: a stack without data
 is not assumed perfect). An engine with a ``[delegate]`` table (``native``) hands each device to
-another engine, most specific key first.
+another engine, most specific key first. An engine loaded as ``<id>@<build>`` (one of its file's
+``[builds]``) takes every value that build states first, at any level: the file's tables and
+their fit describe another release.
 """
 
 from __future__ import annotations
@@ -51,7 +53,10 @@ def _ideal(engine: Engine, device: Device, *, supported: bool, why: str, delegat
 #: what the ``absent`` value of an optional parameter means, for the origin text
 _ABSENT_MEANS = {"in_switch_overhead": "the library does not reduce inside the switch (inf)",
                  "custom_allreduce_max_bytes": "no custom all-reduce (0 B)",
-                 "fastest_collective": "the engine's own collective rules (0)"}
+                 "fastest_collective": "the engine's own collective rules (0)",
+                 "gqa_aware_attention": "decode attention reads a KV head once for its query "
+                                        "group, as current kernels do (FlashAttention, "
+                                        "FlashInfer, XQA, ROCm custom paged attention)"}
 
 
 def _resolve_levels(engine: Engine, device: Device,
@@ -59,7 +64,10 @@ def _resolve_levels(engine: Engine, device: Device,
                     pooled: Mapping[str, Value] | None = None) -> EngineParams:
     base = device.base or device.id
     order = (("device", base), ("vendor", device.vendor), ("class", device.cls), ("defaults", ""))
-    chain = []
+    # what a build states replaces, at every level, the file's value (which describes another
+    # release) and its fit; what it does not state is the file's build's
+    build = engine.active.levels if engine.active is not None else {}
+    chain = [build.get(lvl, {}) for lvl in order]
     for lvl in order:
         chain.append(fitted.get(lvl, {}))  # a fitted value beats the file at the same level
         chain.append(engine.levels.get(lvl, {}))
@@ -160,7 +168,7 @@ def _resolve(eng: Engine, device: Device, overlay: Mapping[str, Any],
         why = f"{eng.id} does not run on {device.id} ({device.vendor}){note}"
         return _ideal(eng, device, supported=False, why=why, delegate=eng.id,
                       label=f"unsupported: {why}")
-    fitted = _overlay_levels(overlay, eng.id, problems)
+    fitted = _overlay_levels(overlay, eng.file_id, problems)
     pooled = _pooled_level(overlay, problems)
     if problems:
         raise SpecError(problems, "engine overlay")

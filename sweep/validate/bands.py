@@ -65,7 +65,8 @@ def row_groups(res: pd.DataFrame) -> pd.DataFrame:
                 if dev is None:
                     found.add(("", ""))
                     continue
-                found.add((resolve(engine.strip("()"), dev).delegate, dev.vendor))
+                served = resolve(engine.strip("()"), dev).delegate
+                found.add((served.partition("@")[0], dev.vendor))  # a build is its engine's
             cache[key] = found.pop() if len(found) == 1 else ("", "")
         return cache[key]
 
