@@ -45,8 +45,12 @@ def engine_records() -> list[dict]:
                 for k in ("engine", "device", "supported", "why", "versions"):
                     rec.pop(k)
                 on[dev.id] = rec
+        builds = {b.name: {"released": b.released, "description": b.description,
+                           "source": b.source, "matches": list(b.matches)}
+                  for b in eng.builds.values()}
         out.append({"id": eng.id, "name": eng.name, "description": eng.description,
-                    "versions": eng.versions, "runs_on": list(eng.runs_on),
+                    "versions": eng.versions, "build": eng.build, "builds": builds,
+                    "runs_on": list(eng.runs_on),
                     "delegate": dict(eng.delegate), "notes": list(eng.notes), "devices": on})
     return out
 
@@ -102,9 +106,10 @@ def catalog_table(what: str, records: list[dict]) -> str:
             rows.append([r["id"], r["name"], str(len(r["devices"])),
                          span("bandwidth"), span("iteration_overhead", 1e3, " ms"),
                          span("request_overhead", 1e3, " ms"),
-                         ", ".join(handed) if handed else "-"])
+                         ", ".join(handed) if handed else "-",
+                         ", ".join(f"{r['id']}@{b}" for b in r["builds"]) or "-"])
         return _table(["id", "name", "devices", "bandwidth factor", "per iteration",
-                       "per request", "hands devices to"], rows)
+                       "per request", "hands devices to", "older builds"], rows)
     rows = [[r["name"], str(r["tp"]), str(r["pp"]), str(r["ep"]), str(r["dp"]),
              f"{r['offload']:g}", str(r["devices"])] for r in records]
     return _table(["layout", "tp", "pp", "ep", "dp", "offload", "devices"], rows)

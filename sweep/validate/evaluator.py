@@ -11,7 +11,9 @@ convention.
   concurrency (``batch``) is evaluated at that concurrency.
 
 A row whose engine the source does not state is evaluated with the default engine (``native``,
-each device's vendor stack), and says so in ``assumption``. Conventions: ``scope = per_device``
+each device's vendor stack), and says so in ``assumption``. A row whose ``engine_version`` names
+one of its engine's ``[builds]`` (a ``matches`` prefix) runs as that build (``vllm@0.6``).
+Conventions: ``scope = per_device``
 divides the layout's value by its devices, ``per_system`` scales it to the measured system's
 devices; ``total_*`` metrics count input + output tokens (seed 004's convention).
 """
@@ -23,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from grids.engines import engine_for_version
 from grids.errors import SpecError
 from grids.spec import DEFAULT_ENGINE
 from kernels.params import (
@@ -87,7 +90,12 @@ class Evaluator:
         self.rows = rows.reset_index(drop=True)
         engine = self.rows["engine"].fillna("").astype(str).str.strip()
         self.engine_assumed = engine.eq("").to_numpy()
-        table = self.rows.assign(engine=engine.where(engine.ne(""), ASSUME_ENGINE))
+        version = (self.rows["engine_version"].fillna("").astype(str) if "engine_version" in
+                   self.rows else pd.Series("", index=self.rows.index))
+        # a row whose engine_version names one of its engine's [builds] runs as that build
+        self.engine_ref = [engine_for_version(e, v) if e else ASSUME_ENGINE
+                           for e, v in zip(engine, version)]
+        table = self.rows.assign(engine=self.engine_ref)
         table = table.set_index("id", drop=False)
         try:
             self.points: PointTables = resolve_points(
@@ -194,10 +202,13 @@ def compare(df: pd.DataFrame, *, overlay: dict[str, Any] | None = None) -> pd.Da
     Returns one row per measurement with columns ``id, publisher, source, hardware, engine,
     model, precision, parallelism, load, batch, context, output_len, metric, phase, scope,
     statistic, measured, predicted, model_batch, rel_error, log_error, status ('used', 'skipped'
-    or 'unusable'), reason, assumption``. Rows marked ``usable = no`` in the data are
-    ``unusable`` (reason: their skip_reason); usable rows the model cannot evaluate (p99,
-    infeasible in the model) are ``skipped`` with the reason. ``overlay`` (a calibration
-    overlay's tables; None = the shipped one) is checked whole: a misspelt section is an error.
+    or 'unusable'), reason, assumption, release, build``: ``release`` is the engine and its
+    ``engine_version`` as the source printed it, ``build`` the engine reference the row was
+    evaluated with (``vllm@0.6.0`` where the version names one of the file's builds). Rows
+    marked ``usable = no`` in the data are ``unusable`` (reason: their skip_reason); usable rows
+    the model cannot evaluate (p99, infeasible in the model) are ``skipped`` with the reason.
+    ``overlay`` (a calibration overlay's tables; None = the shipped one) is checked whole: a
+    misspelt section is an error.
     """
     if overlay:
         from grids.engines import check_overlay
@@ -215,6 +226,11 @@ def compare(df: pd.DataFrame, *, overlay: dict[str, Any] | None = None) -> pd.Da
     res["status"] = np.where(df["usable"].eq("yes"), "skipped", "unusable")
     res["reason"] = df["skip_reason"].to_numpy()
     res["assumption"] = ""
+    version = (df["engine_version"].fillna("").astype(str).str.strip() if "engine_version" in df
+               else pd.Series("", index=df.index))
+    res["release"] = (res["engine"].astype(str) + " "
+                      + version.where(version.ne(""), "(version not printed)"))
+    res["build"] = ""
     p99 = df["usable"].eq("yes") & df["statistic"].eq("p99")
     res.loc[p99, "reason"] = SKIP_TAIL
     use = usable_mask(df)
@@ -224,6 +240,7 @@ def compare(df: pd.DataFrame, *, overlay: dict[str, Any] | None = None) -> pd.Da
         idx = res.index[use]
         for c in ("predicted", "model_batch", "reason", "assumption"):
             res.loc[idx, c] = p[c].to_numpy()
+        res.loc[idx, "build"] = ev.engine_ref
         res.loc[idx, "status"] = np.where(p["reason"].to_numpy() == "", "used", "skipped")
     used = res["status"].eq("used")
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -70,13 +70,19 @@ def aggregate(res: pd.DataFrame, by: str | list[str] | None, *,
 
 #: the standard aggregates: name -> column of compare()'s frame
 AGGREGATES = {"publisher": "publisher", "source": "source", "engine": "engine",
+              "release": "release",
               "hardware": "hardware", "metric": "metric", "phase": "phase",
               "batch": "batch_bucket", "target": "target"}
 
 
+#: a release (engine and printed version) with fewer used rows gets no bias verdict (a median
+#: of a handful of rows says little about a build); its row is still in the release table
+RELEASE_MIN_ROWS = 20
+
+
 def summarize(res: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The standard aggregates: overall, per publisher, source, engine, device, metric, phase,
-    batch bucket and target family."""
+    """The standard aggregates: overall, per publisher, source, engine, engine release (as
+    printed), device, metric, phase, batch bucket and target family."""
     res = res.assign(batch_bucket=res["model_batch"].map(batch_bucket),
                      target=res["metric"].map(TARGET_OF).fillna("other"))
     out = {"overall": aggregate(res, None)}
@@ -152,6 +158,11 @@ def verdicts(agg: dict[str, pd.DataFrame], scope: str = "in sample") -> list[str
             out.append(f"engine {r.group} ({scope}): bias median ln(pred/meas) {r.bias_log:+.3f} over "
                        f"{r.used} rows (target within +/-{BIAS_TARGET:.2f}) "
                        f"{'met' if abs(r.bias_log) <= BIAS_TARGET else 'NOT met'}")
+    for r in agg["release"].itertuples(index=False):
+        if r.used >= RELEASE_MIN_ROWS and np.isfinite(r.bias_log):
+            out.append(f"release {r.group} ({scope}): bias {r.bias_log:+.3f} over {r.used} rows "
+                       f"(target within +/-{BIAS_TARGET:.2f}) "
+                       f"{'met' if abs(r.bias_log) <= BIAS_TARGET else 'NOT met'}")
     return out
 
 
@@ -160,8 +171,8 @@ def report_text(res: pd.DataFrame, title: str, scope: str = "in sample") -> str:
     :func:`verdicts`)."""
     agg = summarize(res)
     parts = [title, ""]
-    for name in ("overall", "target", "metric", "engine", "publisher", "source", "hardware",
-                 "batch"):
+    for name in ("overall", "target", "metric", "engine", "release", "publisher", "source",
+                 "hardware", "batch"):
         parts.append(aggregate_markdown(agg[name], name))
         parts.append("")
     sk = skip_reasons(res)

@@ -1,0 +1,193 @@
+"""Engine builds (issue 20, item 1): ``<id>@<build>`` loads one release of an engine, whose
+stated values take precedence over the file's (and their calibration) at every level; a
+measurement row's ``engine_version`` picks its build. The first mechanism a build states is
+``gqa_aware_attention`` (docs/model.md eq. (3b)): a decode kernel that runs one block per query
+head reads each KV head once per query head."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from grids import engines as E
+from grids.errors import SpecError
+from grids.hardware import load_catalog
+from grids.models import load_model
+from sweep.execute.point import evaluate_point
+from tests.test_engines import parse, src, toy_raw
+
+
+@pytest.fixture(scope="module")
+def devices():
+    return load_catalog()
+
+
+def _same_numbers(a: E.EngineParams, b: E.EngineParams, skip=()) -> list[str]:
+    da, db = a.to_dict(), b.to_dict()
+    return [k for k in da if k not in ("engine", "delegate", "origin", "versions", *skip) and da[k] != db[k]]
+
+
+# ------------------------------------------------------------------------------- resolution
+
+
+def test_the_bare_id_is_the_files_own_build(devices):
+    eng = E.load_engine("vllm")
+    assert eng.build == "0.10" and set(eng.builds) == {"0.6.0", "0.6.2"}
+    for dev in ("h100-sxm", "mi300x", "a100-sxm-80g", "tpu-v6e"):
+        bare, named = E.resolve("vllm", devices[dev]), E.resolve("vllm@0.10", devices[dev])
+        assert named.engine == "vllm@0.10"
+        assert _same_numbers(bare, named) == [], dev
+
+
+def test_a_builds_values_win_at_every_level_and_the_rest_is_the_files(devices):
+    a100, mi300x, h100 = devices["a100-sxm-80g"], devices["mi300x"], devices["h100-sxm"]
+    # the file's [device.a100-sxm-80g] caps V1 at 256 / 2048; V0's defaults (256 / 512) win
+    old = E.resolve("vllm@0.6.0", a100)
+    assert (old.max_batch, old.prefill_chunk) == (256.0, 512.0)
+    assert E.resolve("vllm", a100).prefill_chunk == 2048.0
+    assert "builds.\"0.6.0\".defaults" in old.origin["prefill_chunk"] or \
+        "builds.0.6.0.defaults" in old.origin["prefill_chunk"]
+    # the mechanism is AMD's only; NVIDIA's 0.6 decode ran FlashAttention (GQA-aware)
+    amd = E.resolve("vllm@0.6.0", mi300x)
+    assert amd.gqa_aware_attention is False and amd.custom_allreduce_max_bytes == 0.0
+    assert E.resolve("vllm@0.6.0", h100).gqa_aware_attention is True
+    assert E.resolve("vllm@0.6.2", mi300x).gqa_aware_attention is True
+    # what the build does not state is the file's build's, calibration included
+    stated = ("max_batch", "prefill_chunk", "chunked_prefill", "mixed_batching",
+              "gqa_aware_attention", "custom_allreduce_max_bytes")
+    for dev in (a100, mi300x, h100):
+        assert _same_numbers(E.resolve("vllm", dev), E.resolve("vllm@0.6.0", dev), stated) == []
+    assert amd.bandwidth == E.resolve("vllm", mi300x).bandwidth < 0.9  # AMD's fitted factor
+
+
+def test_current_engines_are_gqa_aware_when_their_files_are_silent(devices):
+    for eid in E.ENGINE_IDS:
+        p = E.resolve(eid, devices["h100-sxm"])
+        assert p.gqa_aware_attention is True, eid
+
+
+def test_an_unknown_build_is_one_clear_error():
+    with pytest.raises(SpecError, match=r"unknown build '0\.7' of engine 'vllm'.*0\.10, 0\.6\.0"):
+        E.load_engine("vllm@0.7")
+    with pytest.raises(SpecError, match="declares no builds"):
+        E.load_engine("trtllm@1.0")
+
+
+def test_malformed_builds_are_reported_together():
+    raw = toy_raw()
+    raw["builds"] = {"old": {"released": "2024", "matches": "0.1",
+                             "defaults": {"max_batch": src(-3)}, "colour": "red"}}
+    with pytest.raises(SpecError) as info:
+        parse(raw)
+    text = str(info.value)
+    for part in ("build = \"<release>\"", "unknown key 'colour'", "missing text field "
+                 "'description'", "matches must be a list", "builds.old.defaults", "max_batch"):
+        assert part in text, part
+    raw = toy_raw()
+    raw["build"] = "1.0"
+    raw["builds"] = {"1.0": {"released": "x", "description": "x", "source": "x"}}
+    with pytest.raises(SpecError, match="is the file's own build"):
+        parse(raw)
+
+
+def test_a_user_files_build(devices):
+    raw = toy_raw()
+    raw["build"] = "2.0"
+    raw["builds"] = {"1.0": {"released": "2023", "description": "no GQA kernel", "source": "t",
+                             "matches": ["1."],
+                             "vendor": {"NVIDIA": {"gqa_aware_attention": False,
+                                                   "gqa_aware_attention_source": "t"}}}}
+    eng = parse(raw)
+    old = E.with_build(eng, "1.0")
+    assert old.id == "toy@1.0" and old.file_id == "toy"
+    assert E.resolve(old, devices["h100-sxm"], overlay={}).gqa_aware_attention is False
+    assert E.resolve(eng, devices["h100-sxm"], overlay={}).gqa_aware_attention is True
+    assert eng.build_for_version("1.4.2") == "1.0" and eng.build_for_version("2.0") is None
+
+
+@pytest.mark.parametrize("engine, version, ref", [
+    ("vllm", "0.6.0 (docker vllm/vllm-openai:v0.6.0)", "vllm@0.6.0"),
+    ("vllm", "0.6.1.post2", "vllm@0.6.0"),
+    ("vllm", "0.6.3", "vllm@0.6.2"),
+    ("vllm", "0.7.3 (ROCm 6.3.1; image notes up to 20250305_aiter)", "vllm"),
+    ("vllm", "", "vllm"),
+    ("trtllm", "0.17 (trtllm-bench, TensorRT engine)", "trtllm"),
+    ("not-an-engine", "0.6.0", "not-an-engine"),
+])
+def test_a_measurement_row_runs_as_its_build(engine, version, ref):
+    assert E.engine_for_version(engine, version) == ref
+
+
+# ---------------------------------------------------------------------------- the mechanism
+
+
+def _tpot(engine: str, model: str, batch: int, context: int, parallelism: str = "tp1") -> float:
+    p = evaluate_point("mi300x", model, "fp16", parallelism, context=context, output_len=256,
+                       batch=batch, engine=engine, batching="static")
+    return float(p["tpot"])
+
+
+def test_a_gqa_unaware_kernel_reads_the_kv_cache_once_per_query_head():
+    """Eq. (3b) in the limit where KV reads dominate: the decode step's extra time is (g - 1) x the
+    KV read time, so the slowdown grows with the context toward g = 8 (Llama-3.1-8B: 32 query
+    heads over 8 KV heads)."""
+    g = load_model("llama-3.1-8b").tp_divisor / load_model("llama-3.1-8b").n_kv_heads
+    assert g == 4.0
+    ratios = [_tpot("vllm@0.6.0", "llama-3.1-8b", 64, c) / _tpot("vllm@0.6.2", "llama-3.1-8b", 64, c)
+              for c in (512, 4096, 32000)]
+    assert 1.0 < ratios[0] < ratios[1] < ratios[2] <= g
+    assert ratios[2] > 0.7 * g  # KV-dominated: most of the way to g
+
+
+def test_multi_head_attention_reads_the_same_either_way():
+    """g = 1 (Llama-2-7B: as many KV heads as query heads): nothing to share, no difference."""
+    m = load_model("llama-2-7b")
+    assert m.tp_divisor == m.n_kv_heads
+    for c in (512, 3000):
+        assert math.isclose(_tpot("vllm@0.6.0", "llama-2-7b", 32, c),
+                            _tpot("vllm@0.6.2", "llama-2-7b", 32, c), rel_tol=1e-12)
+
+
+def test_a_newer_build_is_not_slower_on_the_same_point():
+    """vllm@0.6.2 differs from 0.6.0 only by ROCm's GQA-aware kernel (its release notes' and PR
+    #8310's speed-up): on every AMD point tried it is at least as fast."""
+    for model in ("llama-3.1-70b", "llama-3.1-8b", "mixtral-8x7b"):
+        for batch in (1, 16, 128):
+            for lay in ("tp1", "tp4"):
+                old = _tpot("vllm@0.6.0", model, batch, 2048, lay)
+                new = _tpot("vllm@0.6.2", model, batch, 2048, lay)
+                assert new <= old * (1 + 1e-12) or (math.isnan(old) and math.isnan(new)), \
+                    (model, batch, lay)
+
+
+# -------------------------------------------------------------------------------- native vintage
+
+
+def test_native_names_the_vintage_it_delegates_to(devices):
+    native = E.load_engine("native")
+    refs = dict(native.delegate)
+    assert refs["vendor:AMD"] == refs["vendor:Google"] == refs["vendor:Intel"] == "vllm@0.10"
+    p = E.resolve("native", devices["mi300x"])
+    assert p.engine == "native" and p.delegate == "vllm@0.10"
+    # the build's overlay section is its file's: AMD's fitted bandwidth reaches native
+    assert p.bandwidth == E.resolve("vllm", devices["mi300x"]).bandwidth
+
+
+def test_a_delegate_to_an_unknown_build_is_reported():
+    raw = toy_raw(runs_on=("all",))
+    raw["delegate"] = {"vendor:AMD": "vllm@0.99", "vendor:Google": "nope@1"}
+    eng = parse({**raw, "delegate": {"vendor:AMD": "vllm@0.99"}})  # the file itself parses
+    assert dict(eng.delegate)["vendor:AMD"] == "vllm@0.99"
+    with pytest.raises(SpecError, match="unknown engine"):
+        parse(raw)
+    with pytest.raises(SpecError, match=r"unknown build '0\.99'"):
+        E.load_engine(dict(eng.delegate)["vendor:AMD"])
+
+
+def test_a_build_shares_its_engines_uncertainty_band():
+    from grids.bands import shipped_bands
+
+    bands = shipped_bands()
+    assert bands.band("vllm@0.6.0", "AMD") == bands.band("vllm", "AMD")
+    assert bands.band("vllm@0.6.0", "AMD").calibrated
