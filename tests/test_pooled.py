@@ -41,8 +41,14 @@ def test_a_marked_factor_takes_the_pooled_value(devices):
     pooled = {"pooled": {"bandwidth": 0.7, "decode_compute": {"bf16": 0.55}}}
     p = E.resolve(eng, h100, pooled)
     assert p.bandwidth == 0.7 and p.decode_compute["bf16"] == 0.55
-    # dtypes the file does not list fill from the replaced bf16 value
+    # dtypes the file does not list fill from the replaced bf16 value, unless the pooled fit has
+    # the dtype itself
     assert p.decode_compute["fp8"] == 0.55
+    both = {"pooled": {"decode_compute": {"bf16": 0.55, "fp8": 0.4}}}
+    q = E.resolve(eng, h100, both)
+    assert (q.decode_compute["bf16"], q.decode_compute["fp8"], q.decode_compute["fp4"]) == \
+        (0.55, 0.4, 0.55)
+    assert "lists no fp8, and its bf16 value is a prior" in q.origin["decode_compute.fp8"]
     assert p.prefill_compute["bf16"] == 0.8  # not marked: the file's value
     assert p.origin["bandwidth"].startswith("overlay [pooled]")
     assert "replaces the prior 1 of toy.toml [defaults]" in p.origin["bandwidth"]
@@ -58,6 +64,8 @@ def test_an_engines_own_fit_beats_the_pooled_value_and_unmarked_files_ignore_it(
     assert E.resolve("gaudi", gaudi3, ov).bandwidth == 0.5
     assert E.resolve("gaudi", gaudi3, {"pooled": {"bandwidth": 0.7}}).bandwidth == 0.7
     # TensorRT-LLM has measurements: nothing of its file is marked, [pooled] does not reach it
+    # (marking its compute factors, so that a held-out NVIDIA took the pooled fit of the other
+    # engines, made that held-out error worse: docs/validation.md)
     h100 = devices["h100-sxm"]
     strong = {"pooled": {"bandwidth": 0.3, "prefill_compute": {"bf16": 0.3},
                          "decode_compute": {"bf16": 0.3, "fp8": 0.3}}}
@@ -103,7 +111,7 @@ def test_no_stack_without_measurements_is_assumed_perfect(devices):
             continue
         for dev in devices.values():
             p = E.resolve(engine, dev)
-            if not p.supported or (p.delegate, dev.vendor) in measured:
+            if not p.supported or (p.delegate.partition("@")[0], dev.vendor) in measured:
                 continue
             checked += 1
             for key in FACTORS:

@@ -76,6 +76,7 @@ def _resolve_levels(engine: Engine, device: Device,
     # its ideal value; a real engine's optional parameters it leaves out take their absent value
     real = any(engine.levels.values())
     found: dict[str, Value] = {}
+    replaced: set[str] = set()  # pooled priors the overlay's [pooled] value replaced
     for key in FLAT_KEYS:
         name, _, dtype = key.partition(".")
         twin = f"{name}.{SAME_RATE[dtype]}" if dtype in SAME_RATE else ""
@@ -93,6 +94,20 @@ def _resolve_levels(engine: Engine, device: Device,
             found[key] = Value(pooled[key].value,
                                f"overlay [pooled] (fitted across the engines with measurements; "
                                f"replaces the prior {prior.value:g} of {prior.origin})")
+            replaced.add(key)
+    # a dtype no level lists takes its bf16 (fp16) value; where that value was a pooled prior,
+    # the pooled fit of the dtype itself stands in (the cross-engine fit has one per dtype)
+    for name in BY_DTYPE:
+        fill = next((d for d in FILL_FROM if f"{name}.{d}" in found), None)
+        if fill is None or f"{name}.{fill}" not in replaced:
+            continue
+        for dtype in COMPUTE_DTYPES:
+            key = f"{name}.{dtype}"
+            if key not in found and pooled and key in pooled:
+                found[key] = Value(pooled[key].value,
+                                   f"overlay [pooled] (fitted across the engines with "
+                                   f"measurements; {engine.where} lists no {dtype}, and its "
+                                   f"{fill} value is a prior the pooled fit replaces)")
     values: dict[str, Any] = {}
     origin: dict[str, str] = {}
     for name in SCALARS:
