@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from scripts.measurements.common import KV_NOT_STATED, Converted, head_padding_note, num, read_raw
-from scripts.measurements.trtllm_pages import MOE_NOTE, trtllm_rows
+from scripts.measurements.trtllm_pages import FP4_KV8_MODELS, FP4_KV8_NOTE, MOE_NOTE, trtllm_rows
 
 KEY = "trtllm020"
 FILE = "trtllm_v0.20_perf_overview_throughput.csv"
@@ -48,6 +48,8 @@ def convert(path: Path) -> Converted:
         hw, hw_note = HARDWARE[r["hardware"]]
         model = MODELS[r["model"]]
         prec, p_note = PRECISIONS[r["precision"]]
+        if prec == "fp4" and model in FP4_KV8_MODELS:
+            prec, p_note = "fp4-kv8", FP4_KV8_NOTE
         tp, isl, osl = int(r["tp"]), int(r["input_len"]), int(r["output_len"])
         if int(r["n_devices"]) != tp or r["pp"] != "1" or r["kv_cache_dtype"]:
             raise ValueError(f"{path.name} row {i}: unexpected layout or KV dtype")

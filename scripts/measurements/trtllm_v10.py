@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from scripts.measurements.common import KV_NOT_STATED, Converted, head_padding_note, num, read_raw
-from scripts.measurements.trtllm_pages import MOE_NOTE, trtllm_rows
+from scripts.measurements.trtllm_pages import FP4_KV8_MODELS, FP4_KV8_NOTE, MOE_NOTE, trtllm_rows
 
 KEY = "trtllm10"
 FILE = "trtllm_perf_overview_v1.0_throughput.csv"
@@ -49,6 +49,8 @@ def convert(path: Path) -> Converted:
     for i, r in enumerate(raw, 1):
         hw, model = HARDWARE[r["gpu"]], MODELS[r["model"]]
         prec, p_note = PRECISIONS[r["precision"]]
+        if prec == "fp4" and model in FP4_KV8_MODELS:
+            prec, p_note = "fp4-kv8", FP4_KV8_NOTE
         tp = int(r["tp"])
         pp = int(r["pp"]) if r["pp"] else None
         notes = [p_note]
