@@ -191,3 +191,13 @@ def test_a_build_shares_its_engines_uncertainty_band():
     bands = shipped_bands()
     assert bands.band("vllm@0.6.0", "AMD") == bands.band("vllm", "AMD")
     assert bands.band("vllm@0.6.0", "AMD").calibrated
+
+
+def test_a_grid_spec_names_builds_and_reports_an_unknown_one():
+    from grids import load_spec
+
+    spec = load_spec({"hardware": ["mi300x"], "engine": ["vllm", "vllm@0.6.0"],
+                      "model": ["llama-3.1-8b"], "precision": ["bf16"], "parallelism": ["tp1"]})
+    assert [e.id for e in spec.engines] == ["vllm", "vllm@0.6.0"]
+    with pytest.raises(SpecError, match=r"engine: unknown build '0\.5' of engine 'vllm'"):
+        load_spec({"hardware": ["mi300x"], "engine": ["vllm@0.5"], "model": ["llama-3.1-8b"]})
