@@ -104,6 +104,8 @@ def test_a_user_files_build(devices):
     assert E.resolve(old, devices["h100-sxm"], overlay={}).gqa_aware_attention is False
     assert E.resolve(eng, devices["h100-sxm"], overlay={}).gqa_aware_attention is True
     assert eng.build_for_version("1.4.2") == "1.0" and eng.build_for_version("2.0") is None
+    with pytest.raises(SpecError, match="already one build of 'toy'"):
+        E.with_build(old, "2.0")
 
 
 @pytest.mark.parametrize("engine, version, ref", [

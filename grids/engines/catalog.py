@@ -44,6 +44,9 @@ def load_engine(ref: str | Path | Engine) -> Engine:
 def with_build(engine: Engine, build: str) -> Engine:
     """``engine`` as its release ``build``: the file's own build (the bare id's values) or one of
     its ``[builds]``, whose values take precedence (docs/engines.md "Builds")."""
+    if engine.family:
+        raise SpecError(f"{engine.id!r} is already one build of {engine.family!r}: load "
+                        f"'{engine.family}@{build}' instead")
     names = engine.build_names()
     if build not in names:
         have = (f"its builds are {', '.join(names)}" if names else

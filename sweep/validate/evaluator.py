@@ -12,7 +12,7 @@ convention.
 
 A row whose engine the source does not state is evaluated with the default engine (``native``,
 each device's vendor stack), and says so in ``assumption``. A row whose ``engine_version`` names
-one of its engine's ``[builds]`` (a ``matches`` prefix) runs as that build (``vllm@0.6``).
+one of its engine's ``[builds]`` (a ``matches`` prefix) runs as that build (``vllm@0.6.0``).
 Conventions: ``scope = per_device``
 divides the layout's value by its devices, ``per_system`` scales it to the measured system's
 devices; ``total_*`` metrics count input + output tokens (seed 004's convention).
