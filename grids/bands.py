@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from grids import tomlio
+from grids.engines.parameters import engine_family
 from grids.errors import SpecError
 
 BANDS_FILE = Path(__file__).resolve().parent / "data" / "bands.toml"
@@ -64,7 +65,7 @@ class Bands:
         if engine == BOUND_ENGINE:
             return Band(math.nan, 0, math.nan, "bound", False)
         # a build (``vllm@0.6.0``) carries its engine's band: the bands are measured per engine
-        g = self.groups.get((engine.partition("@")[0], vendor))
+        g = self.groups.get((engine_family(engine), vendor))
         if g is None or g.rows == 0:
             return Band(self.no_data, 0, math.nan, "no data", False)
         if g.rows >= self.min_rows:

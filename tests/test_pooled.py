@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from grids import engines as E
-from grids.engines.parameters import POOLABLE
+from grids.engines.parameters import POOLABLE, engine_family
 from grids.errors import SpecError
 from grids.hardware import load_catalog
 from sweep import validate as V
@@ -111,7 +111,7 @@ def test_no_stack_without_measurements_is_assumed_perfect(devices):
             continue
         for dev in devices.values():
             p = E.resolve(engine, dev)
-            if not p.supported or (p.delegate.partition("@")[0], dev.vendor) in measured:
+            if not p.supported or (engine_family(p.delegate), dev.vendor) in measured:
                 continue
             checked += 1
             for key in FACTORS:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from grids import tomlio
 from grids.engines.overlay import shipped_overlay
-from grids.engines.parameters import CALIBRATION_FILE, ENGINE_IDS, engines_dir
+from grids.engines.parameters import CALIBRATION_FILE, ENGINE_IDS, engine_family, engines_dir
 from grids.engines.parse import _raw_catalog, parse_engine
 from grids.engines.profile import Engine, _catalog_devices
 from grids.errors import SpecError, suggest
@@ -95,7 +95,7 @@ def catalog_engines() -> dict[str, Engine]:
                 problems.append(f"{eng.where}: [delegate] {target!r} = {ref!r}: {exc.problems[0]}")
         for dev in _catalog_devices().values():
             hit = eng.delegate_for(dev)
-            family = hit[1].partition("@")[0] if hit else ""
+            family = engine_family(hit[1]) if hit else ""
             if hit and family in out and not out[family].runs_on_device(dev):
                 problems.append(f"{eng.where}: [delegate] {hit[0]!r} hands {dev.id} to {hit[1]}, "
                                 f"which does not run on it")

@@ -206,6 +206,12 @@ FILL_FROM = ("bf16", "fp16")
 SAME_RATE = {"fp16": "bf16", "bf16": "fp16"}
 
 
+def engine_family(ref: str) -> str:
+    """The engine file id of an engine reference: ``vllm`` for ``vllm@0.6.0`` (a build is one
+    release of its file's engine) and for ``vllm`` itself."""
+    return ref.partition("@")[0]
+
+
 def engines_dir() -> Path:
     return Path(str(resources.files("grids") / "data" / "engines"))
 

@@ -22,6 +22,7 @@ from grids.engines.parameters import (
     ParamSpec,
     _is_inf_text,
     _range_problem,
+    engine_family,
     engines_dir,
 )
 from grids.engines.profile import (
@@ -241,7 +242,7 @@ def _find_cycle(start: str, first: list[str]) -> list[str] | None:
     """A delegation path from ``start`` back to an engine already on it, if any."""
     def walk(node: str, targets: list[str], path: list[str]) -> list[str] | None:
         for t in targets:
-            t = t.partition("@")[0]  # a build delegates as its file does
+            t = engine_family(t)  # a build delegates as its file does
             if t in path:
                 return [*path, t]
             if t in ENGINE_IDS:
@@ -294,7 +295,7 @@ def parse_engine(raw: dict[str, Any], file: str, *, expected_id: str | None = No
         else:
             for target, target_engine in table.items():
                 ok = _check_target(target, f"{file}: [delegate]", problems)
-                family = (target_engine.partition("@")[0] if isinstance(target_engine, str)
+                family = (engine_family(target_engine) if isinstance(target_engine, str)
                           else None)
                 if family not in ENGINE_IDS:
                     problems.append(f"{file}: [delegate] {target!r} = {target_engine!r}: unknown "

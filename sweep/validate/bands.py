@@ -26,7 +26,7 @@ import pandas as pd
 
 from grids import tomlio
 from grids.bands import BOUND_ENGINE, load_bands
-from grids.engines.parameters import POOLED
+from grids.engines.parameters import POOLED, engine_family
 from grids.errors import SpecError
 from sweep.validate import calibration as C
 from sweep.validate import measurements as V
@@ -66,7 +66,7 @@ def row_groups(res: pd.DataFrame) -> pd.DataFrame:
                     found.add(("", ""))
                     continue
                 served = resolve(engine.strip("()"), dev).delegate
-                found.add((served.partition("@")[0], dev.vendor))  # a build is its engine's
+                found.add((engine_family(served), dev.vendor))  # a build is its engine's
             cache[key] = found.pop() if len(found) == 1 else ("", "")
         return cache[key]
 

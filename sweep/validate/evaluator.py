@@ -76,6 +76,13 @@ def _conversion(metric: str, scope: str, devices: float, lay_devices: float
     return METRICS.index(metric), 1.0  # tpot, ttft, e2e_latency [s]; tokens_per_joule
 
 
+def engine_versions(rows: pd.DataFrame) -> pd.Series:
+    """Each row's ``engine_version`` as printed, stripped ("" where the table has none)."""
+    if "engine_version" not in rows:
+        return pd.Series("", index=rows.index)
+    return rows["engine_version"].fillna("").astype(str).str.strip()
+
+
 class Evaluator:
     """The usable rows of a measurements table as kernel points, ready to be evaluated repeatedly
     with different engine parameters (the calibration varies them: :meth:`predict` takes a
@@ -90,8 +97,7 @@ class Evaluator:
         self.rows = rows.reset_index(drop=True)
         engine = self.rows["engine"].fillna("").astype(str).str.strip()
         self.engine_assumed = engine.eq("").to_numpy()
-        version = (self.rows["engine_version"].fillna("").astype(str) if "engine_version" in
-                   self.rows else pd.Series("", index=self.rows.index))
+        version = engine_versions(self.rows)
         # a row whose engine_version names one of its engine's [builds] runs as that build
         self.engine_ref = [engine_for_version(e, v) if e else ASSUME_ENGINE
                            for e, v in zip(engine, version)]
@@ -226,8 +232,7 @@ def compare(df: pd.DataFrame, *, overlay: dict[str, Any] | None = None) -> pd.Da
     res["status"] = np.where(df["usable"].eq("yes"), "skipped", "unusable")
     res["reason"] = df["skip_reason"].to_numpy()
     res["assumption"] = ""
-    version = (df["engine_version"].fillna("").astype(str).str.strip() if "engine_version" in df
-               else pd.Series("", index=df.index))
+    version = engine_versions(df)
     res["release"] = (res["engine"].astype(str) + " "
                       + version.where(version.ne(""), "(version not printed)"))
     res["build"] = ""
