@@ -63,6 +63,20 @@ class SimResult:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass
+class OfflineResult:
+    """An offline run of identical requests queued at once (:func:`simulate_offline`): output
+    tokens/s per replica over the whole run, its time [s], the requests in flight at most, the
+    iterations and the requests completed."""
+
+    tokens_per_s: float
+    seconds: float
+    concurrency: int
+    iterations: int
+    completed: int
+    notes: list[str] = field(default_factory=list)
+
+
 def _pairs(md: dict, n: float) -> tuple[float, float]:
     """Causal attention pairs of the first ``n`` tokens (full and windowed layers)."""
     return n * (n + 1) / 2, pairs_window(md, n)
@@ -76,6 +90,92 @@ def _attended(md: dict, x: float) -> float:
     if md["window_chunked"] != 0:
         return (x - 1) % w + 1
     return min(x, w)
+
+
+def _decode_lengths(md: dict, decoding: list[Request], s: float) -> tuple[float, float]:
+    """Mean attended lengths of an iteration's decodes (full and windowed layers): the token
+    generated next sits at position ``S + generated + 1``."""
+    if not decoding:
+        return s, s
+    n = len(decoding)
+    c_mean = sum(s + r.generated + 1 for r in decoding) / n
+    if md["window"] == 0:
+        return c_mean, c_mean
+    return c_mean, sum(_attended(md, s + r.generated + 1) for r in decoding) / n
+
+
+def _prompt_chunks(prefilling: list[Request], s: float, budget: float, decode_tokens: float,
+                   chunked: bool, mixed: bool) -> tuple[list[tuple[Request, float]], bool]:
+    """The prompt tokens of one iteration, first come first served, and whether they take a
+    pass of their own: with ``mixed`` beside the decodes (``budget - decode_tokens`` left), else
+    in a prefill pass (``budget``); chunked prompts take what is left, whole ones go whole (in
+    passes of the budget when longer than it) and one that does not fit beside the decodes
+    gets a pass of its own."""
+    left = budget - decode_tokens if mixed else budget
+    own_pass = not mixed
+    chunks: list[tuple[Request, float]] = []
+    for r in prefilling:
+        need = s - r.prefilled
+        if chunked:
+            if left <= 0:
+                break
+            take = min(need, left)
+        else:
+            if need <= left:
+                take = need
+            elif not chunks and need > left:
+                own_pass = True
+                take = min(need, budget)
+            else:
+                break
+        chunks.append((r, take))
+        left -= take
+        if not chunked and own_pass and mixed:
+            break
+    return chunks, own_pass
+
+
+def _iteration_time(hw: dict, md: dict, pr: dict, px: dict, ly: dict, sz: dict, placement: dict,
+                    n_dec: int, c_mean: float, c_win: float,
+                    chunks: list[tuple[Request, float]], own_pass: bool,
+                    s: float) -> tuple[float, float]:
+    """One iteration's time [s] at its real composition (a speculative round's draft passes,
+    the prompt chunks' exact attention pairs and KV elements), and when within it the prompts
+    that finish get their first token (NaN: at its end)."""
+    k = hw["spec_tokens"]
+    q = k + 1
+    tot = dict(NO_PROMPT)
+    if chunks:
+        pf = pw = rd = wr = 0.0
+        for r, c in chunks:
+            a0, b0 = _pairs(md, r.prefilled)
+            a1, b1 = _pairs(md, r.prefilled + c)
+            pf += a1 - a0
+            pw += b1 - b0
+            rd += kv_elems(md, r.prefilled)
+            wr += kv_elems(md, r.prefilled + c) - kv_elems(md, r.prefilled)
+        finishing = sum(1 for r, c in chunks if r.prefilled + c >= s)
+        tot = {"c_tok": sum(c for _, c in chunks), "prompts": float(finishing),
+               "pairs_full": pf, "pairs_win": pw, "kv_read_prompt": rd, "kv_write": wr}
+    kw = {"c_mean": c_mean, "c_win": c_win}
+    dt = 0.0
+    t_first = math.nan
+    if n_dec and k > 0:  # a speculative round for the decodes
+        plain = iteration(hw, md, pr, px, ly, sz, placement, n_dec=n_dec, q=1.0, **kw,
+                          **NO_PROMPT)["time"]
+        dt += k * hw["spec_draft_cost"] * plain
+    if chunks and not own_pass:
+        dt += iteration(hw, md, pr, px, ly, sz, placement, n_dec=n_dec, q=q if n_dec else 1.0,
+                        **kw, **tot)["time"]
+    else:
+        if chunks:
+            dt += iteration(hw, md, pr, px, ly, sz, placement, n_dec=0.0, q=1.0, **kw,
+                            **tot)["time"]
+            t_first = dt  # the prefill pass's prompts have their first token here
+        if n_dec:
+            dt += iteration(hw, md, pr, px, ly, sz, placement, n_dec=n_dec,
+                            q=q if k > 0 else 1.0, **kw, **NO_PROMPT)["time"]
+    return dt, t_first
 
 
 def simulate(hw: dict, md: dict, px: dict, pr: dict, ly: dict, conc: int, context: float,
@@ -140,79 +240,18 @@ def simulate(hw: dict, md: dict, px: dict, pr: dict, ly: dict, conc: int, contex
     ttfts: list[float] = []
     tpots: list[float] = []
     iterations = 0
-    c_win_mode = md["window"] != 0
     while done < warmup + measure and iterations < max_iterations:
         iterations += 1
         active = [r for r in reqs if r.admitted]
         decoding = [r for r in active if r.prefilled >= s]
         prefilling = [r for r in active if r.prefilled < s]
         n_dec = len(decoding)
-        # attended lengths of this iteration's decodes: the token generated next sits at
-        # position S + generated + 1
-        if n_dec:
-            c_mean = sum(s + r.generated + 1 for r in decoding) / n_dec
-            c_win = (sum(_attended(md, s + r.generated + 1) for r in decoding) / n_dec
-                     if c_win_mode else c_mean)
-        else:
-            c_mean = c_win = s
-        # prompt tokens of this iteration, first come first served
-        left = budget - n_dec * q if mixed else budget
-        own_pass = not mixed
-        chunks: list[tuple[Request, float]] = []
-        for r in prefilling:
-            need = s - r.prefilled
-            if chunked:
-                if left <= 0:
-                    break
-                take = min(need, left)
-            else:
-                if need <= left:
-                    take = need
-                elif not chunks and need > left:
-                    # a whole prompt that does not fit beside the decodes: a pass of its own
-                    # (in passes of the budget when longer than it)
-                    own_pass = True
-                    take = min(need, budget)
-                else:
-                    break
-            chunks.append((r, take))
-            left -= take
-            if not chunked and own_pass and mixed:
-                break
-        c_tok = sum(c for _, c in chunks)
+        c_mean, c_win = _decode_lengths(md, decoding, s)
+        chunks, own_pass = _prompt_chunks(prefilling, s, budget, n_dec * q, chunked, mixed)
         finishing = [r for r, c in chunks if r.prefilled + c >= s]
-        tot = dict(NO_PROMPT)
-        if chunks:
-            pf = pw = rd = wr = 0.0
-            for r, c in chunks:
-                a0, b0 = _pairs(md, r.prefilled)
-                a1, b1 = _pairs(md, r.prefilled + c)
-                pf += a1 - a0
-                pw += b1 - b0
-                rd += kv_elems(md, r.prefilled)
-                wr += kv_elems(md, r.prefilled + c) - kv_elems(md, r.prefilled)
-            tot = {"c_tok": c_tok, "prompts": float(len(finishing)), "pairs_full": pf,
-                   "pairs_win": pw, "kv_read_prompt": rd, "kv_write": wr}
-        # the iteration's passes
-        kw = {"c_mean": c_mean, "c_win": c_win}
-        dt = 0.0
-        t_first = math.nan
-        if n_dec and k > 0:  # a speculative round for the decodes
-            plain = iteration(hw, md, pr, px, ly, sz, placement, n_dec=n_dec, q=1.0, **kw,
-                              **NO_PROMPT)["time"]
-            dt += k * hw["spec_draft_cost"] * plain
-        if chunks and not own_pass:
-            dt += iteration(hw, md, pr, px, ly, sz, placement, n_dec=n_dec, q=q if n_dec else 1.0,
-                            **kw, **tot)["time"]
-        else:
-            if chunks:
-                dt += iteration(hw, md, pr, px, ly, sz, placement, n_dec=0.0, q=1.0, **kw,
-                                **tot)["time"]
-                t_first = t + dt  # the prefill pass's prompts have their first token here
-            if n_dec:
-                dt += iteration(hw, md, pr, px, ly, sz, placement, n_dec=n_dec,
-                                q=q if k > 0 else 1.0, **kw, **NO_PROMPT)["time"]
-        t_first = t + dt if math.isnan(t_first) else t_first
+        dt, t_first = _iteration_time(hw, md, pr, px, ly, sz, placement, n_dec, c_mean, c_win,
+                                      chunks, own_pass, s)
+        t_first = t + (dt if math.isnan(t_first) else t_first)
         t += dt
         # the iteration's outcome
         for r, c in chunks:
@@ -255,4 +294,62 @@ def simulate(hw: dict, md: dict, px: dict, pr: dict, ly: dict, conc: int, contex
         requests=requests, iterations=iterations, completed=done, notes=notes)
 
 
-__all__ = ["SimResult", "simulate", "window_len"]
+def simulate_offline(hw: dict, md: dict, px: dict, pr: dict, ly: dict, n_requests: int,
+                     context: float, output_len: float, *, conc: int | None = None,
+                     max_iterations: int = 2_000_000) -> OfflineResult:
+    """An offline benchmark as ``trtllm-bench throughput`` and vLLM's ``benchmark_throughput``
+    run it: ``n_requests`` identical requests (``context`` prompt, ``output_len`` generated
+    tokens) all queued at time 0 and served to the last, at most ``conc`` (default: the
+    engine's maximum concurrency) in flight, with the scheduler policy of :func:`simulate`.
+    What such a benchmark reports is the output tokens over the whole run's time, ramp-up and
+    drain included; with identical lengths the requests admitted together finish together, so
+    the prompts keep arriving in bunches instead of spread over the decodes (the steady state
+    of docs/model.md section 13.2 assumes the latter)."""
+    s, o = float(context), float(output_len)
+    budget = hw["prefill_chunk"]
+    chunked = hw["chunked_prefill"] != 0
+    mixed = hw["mixed_batching"] != 0
+    tau = tokens_per_round(hw)
+    q = hw["spec_tokens"] + 1
+    _, c_max = serving_sizes(hw, md, pr, ly, 1.0, s, o)
+    running = int(min(c_max if conc is None else conc, c_max, n_requests))
+    if running < 1:
+        raise ValueError("not even one request fits")
+    sz, _ = serving_sizes(hw, md, pr, ly, running, s, o)
+    placement = place(hw, sz, ly)
+    if placement["reason"] != FEASIBLE:
+        raise ValueError(f"placement fails with reason {placement['reason']}")
+    waiting = int(n_requests)
+    active: list[Request] = []
+    t = 0.0
+    done = 0
+    iterations = 0
+    while (waiting or active) and iterations < max_iterations:
+        iterations += 1
+        while waiting and len(active) < running:
+            active.append(Request(arrival=0.0, out=o, admitted=True))
+            waiting -= 1
+        decoding = [r for r in active if r.prefilled >= s]
+        prefilling = [r for r in active if r.prefilled < s]
+        c_mean, c_win = _decode_lengths(md, decoding, s)
+        chunks, own_pass = _prompt_chunks(prefilling, s, budget, len(decoding) * q, chunked,
+                                          mixed)
+        dt, _ = _iteration_time(hw, md, pr, px, ly, sz, placement, len(decoding), c_mean,
+                                c_win, chunks, own_pass, s)
+        t += dt
+        for r, c in chunks:
+            r.prefilled += c
+            if r.prefilled >= s:
+                r.generated = 1.0
+        for r in decoding:
+            r.generated += tau
+        finished = [r for r in active if r.prefilled >= s and r.generated >= r.out]
+        done += len(finished)
+        active = [r for r in active if not (r.prefilled >= s and r.generated >= r.out)]
+    notes = [] if done == n_requests else [f"stopped after {iterations} iterations"]
+    return OfflineResult(tokens_per_s=done * o / t if t > 0 else math.nan, seconds=t,
+                         concurrency=running, iterations=iterations, completed=done,
+                         notes=notes)
+
+
+__all__ = ["OfflineResult", "SimResult", "simulate", "simulate_offline", "window_len"]

@@ -34,7 +34,7 @@ from kernels.params import (
 )
 from sweep.execute.points import evaluate_rows, resolve_points
 from tests import strategies as S
-from tests.serving_sim import simulate
+from tests.serving_sim import simulate, simulate_offline
 
 M = {name: i for i, name in enumerate(METRICS)}
 #: (hardware, model, layout, precision) that fit and cover GPUs, MoE, TP and a systolic part
@@ -51,6 +51,9 @@ ENGINES = ("vllm", "trtllm", "sglang", "ideal", "native")
 RTOL_TPOT = RTOL_THROUGHPUT = 0.10
 RTOL_SHORT = 0.30
 RTOL_TTFT = 0.10
+#: one wave of identical requests against the static batch: the simulator times each decode
+#: step at its real KV length, the static batch at the mean length (docs/model.md section 7)
+RTOL_WAVE = 0.02
 #: output lengths of the simulated requests vary by +/- this fraction (same mean): phases mix
 JITTER = 0.2
 
@@ -117,6 +120,32 @@ def test_steady_state_agrees_with_the_simulator(w):
     assert out[M["tpot"], 0] == pytest.approx(sim.tpot, rel=RTOL_SHORT if short
                                               else RTOL_TPOT), w
     assert np.isfinite(sim.ttft) and np.isfinite(queue)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.fixed_dictionaries({
+    "combo": st.sampled_from(COMBOS), "engine": st.sampled_from(ENGINES),
+    "batch": st.sampled_from([1, 2, 4, 8, 16]), "context": st.sampled_from([128, 512, 1024]),
+    "output_len": st.sampled_from([16, 64, 256])}))
+def test_one_offline_wave_is_the_static_batch(w):
+    """An offline benchmark whose requests all fit at once in one pass of prompts is one static
+    batch: the offline simulation (identical requests queued together, served to the last) and
+    the kernels' static-batch throughput agree, but for the request's host time."""
+    df = _df(w)
+    pt, out = _evaluate(df, MODE_STATIC)
+    if out[M["fits"], 0] != 1:
+        return
+    hw, md, px, pr, ly = _rows(pt, 0)
+    assume(w["batch"] * w["context"] <= hw["prefill_chunk"] and hw["spec_tokens"] == 0)
+    _, cont = _evaluate(df, MODE_CONTINUOUS)
+    assume(cont[M["fits"], 0] == 1 and cont[M["max_concurrency"], 0] >= w["batch"])
+    run = simulate_offline(hw, md, px, pr, ly, w["batch"], w["context"], w["output_len"])
+    assert not run.notes and run.completed == w["batch"] and run.concurrency == w["batch"]
+    # the static batch's end-to-end time less the request's host time, which an iteration
+    # does not carry (section 13.2: a latency, overlapped with the other requests' passes)
+    tokens = w["batch"] * w["output_len"]
+    static = tokens / (tokens / (out[M["throughput"], 0] / ly["dp"]) - hw["request_overhead"])
+    assert run.tokens_per_s == pytest.approx(static, rel=RTOL_WAVE), w
 
 
 def test_ttft_agrees_with_the_simulator_on_most_points():
