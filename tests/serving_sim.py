@@ -178,6 +178,21 @@ def _iteration_time(hw: dict, md: dict, pr: dict, px: dict, ly: dict, sz: dict, 
     return dt, t_first
 
 
+def _in_flight(hw: dict, md: dict, pr: dict, ly: dict, conc: float, s: float, o: float
+               ) -> tuple[int, dict, dict]:
+    """Requests in flight (``conc`` capped at the maximum concurrency), the sizes and the
+    placement at that many; one clear error when not even one request fits."""
+    _, c_max = serving_sizes(hw, md, pr, ly, 1.0, s, o)
+    running = int(min(conc, c_max))
+    if running < 1:
+        raise ValueError("not even one request fits")
+    sz, _ = serving_sizes(hw, md, pr, ly, running, s, o)
+    placement = place(hw, sz, ly)
+    if placement["reason"] != FEASIBLE:
+        raise ValueError(f"placement fails with reason {placement['reason']}")
+    return running, sz, placement
+
+
 def simulate(hw: dict, md: dict, px: dict, pr: dict, ly: dict, conc: int, context: float,
              output_len: float, *, warmup: int | None = None, measure: int | None = None,
              max_iterations: int = 200_000, seed: int | None = None,
@@ -196,14 +211,7 @@ def simulate(hw: dict, md: dict, px: dict, pr: dict, ly: dict, conc: int, contex
     tau = tokens_per_round(hw)
     k = hw["spec_tokens"]
     q = k + 1
-    _, c_max = serving_sizes(hw, md, pr, ly, 1.0, s, o)
-    running = int(min(conc, c_max))
-    if running < 1:
-        raise ValueError("not even one request fits")
-    sz, _ = serving_sizes(hw, md, pr, ly, running, s, o)
-    placement = place(hw, sz, ly)
-    if placement["reason"] != FEASIBLE:
-        raise ValueError(f"placement fails with reason {placement['reason']}")
+    running, sz, placement = _in_flight(hw, md, pr, ly, conc, s, o)
     est = steady_state(hw, md, pr, px, ly, running, s, o)
     # requests spread over their life cycle, in iterations (the model's estimate of it)
     k_p = est["k_p"]
@@ -311,14 +319,8 @@ def simulate_offline(hw: dict, md: dict, px: dict, pr: dict, ly: dict, n_request
     mixed = hw["mixed_batching"] != 0
     tau = tokens_per_round(hw)
     q = hw["spec_tokens"] + 1
-    _, c_max = serving_sizes(hw, md, pr, ly, 1.0, s, o)
-    running = int(min(c_max if conc is None else conc, c_max, n_requests))
-    if running < 1:
-        raise ValueError("not even one request fits")
-    sz, _ = serving_sizes(hw, md, pr, ly, running, s, o)
-    placement = place(hw, sz, ly)
-    if placement["reason"] != FEASIBLE:
-        raise ValueError(f"placement fails with reason {placement['reason']}")
+    running, sz, placement = _in_flight(hw, md, pr, ly, min(n_requests, conc or n_requests),
+                                        s, o)
     waiting = int(n_requests)
     active: list[Request] = []
     t = 0.0
