@@ -18,8 +18,12 @@ from kernels.accelerate import scalar_jit
 
 #: Halfin-Whitt's approximation of Erlang C is used above this many servers
 ERLANG_EXACT_MAX = 2048.0
-#: bisection steps of the collision wait (relative precision 2^-50)
-COLLISION_ITERATIONS = 50
+#: the collision wait's root is bracketed to this width relative to its upper end (a few ulp:
+#: below float32's resolution by eight orders of magnitude)
+COLLISION_RTOL = 1e-15
+#: steps of its safeguarded regula falsi at most (a bisection step halves the bracket, so 64
+#: reach the precision of any double bracket; the usual count is 5-10)
+COLLISION_MAX_STEPS = 200
 #: prompts per iteration above which their Poisson spread is ignored (relative sd < 10%)
 POISSON_FLUID = 100.0
 
@@ -74,18 +78,40 @@ def collision_wait(conc, r_it, k_p, t_mix, t_dec, hold):
     and the arrivals' squared coefficient of variation ``c_a^2 = (C - 1) / C`` of a
     superposition of ``C`` nearly periodic request cycles (0 for one request, Poisson in the
     limit), with the decoding requests ``D = C R / (R + k_p + k)`` (waiting requests do not
-    decode): the root of ``k t_mean(k) = W(k)``, by bisection (the wait falls as ``k`` grows)."""
-    if _collision_excess(0.0, conc, r_it, k_p, t_mix, t_dec, hold) >= 0.0:
+    decode): the root of ``k t_mean(k) = W(k)`` (the excess rises with ``k``: the wait falls),
+    bracketed by doubling and found by regula falsi with the Illinois step, falling back to a
+    bisection step whenever the secant leaves the bracket or an end is infinite (``rho >= 1``)."""
+    g_lo = _collision_excess(0.0, conc, r_it, k_p, t_mix, t_dec, hold)
+    if g_lo >= 0.0:
         return 0.0
     lo, hi = 0.0, 1.0
-    while _collision_excess(hi, conc, r_it, k_p, t_mix, t_dec, hold) < 0.0:
-        lo, hi = hi, 2.0 * hi
-    for _ in range(COLLISION_ITERATIONS):
-        mid = 0.5 * (lo + hi)
-        if _collision_excess(mid, conc, r_it, k_p, t_mix, t_dec, hold) < 0.0:
-            lo = mid
+    g_hi = _collision_excess(hi, conc, r_it, k_p, t_mix, t_dec, hold)
+    while g_hi < 0.0:
+        lo, g_lo = hi, g_hi
+        hi = 2.0 * hi
+        g_hi = _collision_excess(hi, conc, r_it, k_p, t_mix, t_dec, hold)
+    side = 0
+    for _ in range(COLLISION_MAX_STEPS):
+        if hi - lo <= COLLISION_RTOL * hi:
+            break
+        x = 0.5 * (lo + hi)
+        if math.isfinite(g_lo) and math.isfinite(g_hi):
+            sec = (lo * g_hi - hi * g_lo) / (g_hi - g_lo)
+            if lo < sec < hi:
+                x = sec
+        g = _collision_excess(x, conc, r_it, k_p, t_mix, t_dec, hold)
+        if g == 0.0:
+            return x
+        if g < 0.0:
+            lo, g_lo = x, g
+            if side == -1:
+                g_hi *= 0.5
+            side = -1
         else:
-            hi = mid
+            hi, g_hi = x, g
+            if side == 1:
+                g_lo *= 0.5
+            side = 1
     return 0.5 * (lo + hi)
 
 

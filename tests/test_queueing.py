@@ -1,0 +1,64 @@
+"""The collision wait of continuous batching (docs/model.md section 13.2 step 6): the kernel's
+root finder (safeguarded regula falsi, :func:`kernels.queueing.collision_wait`) against the plain
+bisection of the NumPy/Python reference (``tests/reference_serving.py``), and the root itself.
+
+The two solve the same equation ``k t_mean(k) = W(k)`` by different steps, so they agree to
+the precision of the root (both bracket it to ~1e-15 of its size), not bit for bit; the
+results are stored as float32, whose resolution is ~6e-8.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kernels.queueing import _collision_excess, collision_wait
+from tests.reference_serving import collision_wait as reference_collision_wait
+
+pytestmark = pytest.mark.nojit
+
+#: agreement of the two solvers, relative to the wait (absolute near a zero wait)
+RTOL = 1e-12
+
+waits = st.fixed_dictionaries({
+    "conc": st.floats(1.01, 4096.0),
+    "r_it": st.floats(1.0, 20000.0),
+    "k_p": st.integers(1, 64).map(float),
+    "t_dec": st.floats(1e-4, 0.5),
+    "mix": st.floats(1.0, 50.0),  # t_mix / t_dec
+    "hold": st.floats(1e-5, 5.0),
+})
+
+
+def _args(w: dict) -> tuple[float, ...]:
+    return (w["conc"], w["r_it"], w["k_p"], w["mix"] * w["t_dec"], w["t_dec"], w["hold"])
+
+
+@given(waits)
+def test_collision_wait_matches_the_reference_bisection(w):
+    args = _args(w)
+    k = collision_wait(*args)
+    ref = reference_collision_wait(*args)
+    assert k >= 0.0 and math.isfinite(k)
+    assert k == pytest.approx(ref, rel=RTOL, abs=RTOL)
+
+
+@given(waits)
+def test_collision_wait_is_the_root(w):
+    """Zero when the budget is free at once; else the excess changes sign across the result
+    (at a relative step of 1e-9 either side)."""
+    args = _args(w)
+    k = collision_wait(*args)
+    if k == 0.0:
+        assert _collision_excess(0.0, *args) >= 0.0
+        return
+    assert _collision_excess(k * (1.0 - 1e-9), *args) <= 0.0
+    assert _collision_excess(k * (1.0 + 1e-9), *args) >= 0.0
+
+
+def test_collision_wait_without_collisions_is_zero():
+    """One request in flight never waits behind another's prompt."""
+    assert collision_wait(1.0, 100.0, 1.0, 0.05, 0.01, 0.05) == 0.0
