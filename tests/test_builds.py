@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from grids import engines as E
@@ -119,6 +120,60 @@ def test_a_user_files_build(devices):
 ])
 def test_a_measurement_row_runs_as_its_build(engine, version, ref):
     assert E.engine_for_version(engine, version) == ref
+
+
+# ------------------------------------------------------------------- a build's own calibration
+
+
+def test_a_builds_fitted_section_applies_to_that_build_only(devices):
+    """``["vllm@0.6.0"]`` of an overlay holds what was fitted on that release's rows: it comes
+    before the file's fit for that build, at every level, and nothing else reads it."""
+    h100 = devices["h100-sxm"]
+    overlay = {"vllm": {"vendor": {"NVIDIA": {"iteration_overhead": 0.008}}},
+               "vllm@0.6.0": {"defaults": {"iteration_overhead": 0.005}}}
+    E.check_overlay(overlay)
+    old = E.resolve("vllm@0.6.0", h100, overlay)
+    assert old.iteration_overhead == 0.005
+    assert '"vllm@0.6.0".defaults' in old.origin["iteration_overhead"]
+    for other in ("vllm", "vllm@0.10", "vllm@0.6.2"):
+        assert E.resolve(other, h100, overlay).iteration_overhead == 0.008, other
+    # what the build's section does not fit is the file's fit
+    assert E.resolve("vllm@0.6.0", devices["mi300x"], overlay).iteration_overhead == 0.005
+    assert _same_numbers(E.resolve("vllm@0.6.0", h100, {"vllm": overlay["vllm"]}),
+                         old, ("iteration_overhead",)) == []
+
+
+@pytest.mark.parametrize("section, why", [
+    ("vllm@0.7", "unknown build '0.7' of vllm"),
+    ("vllm@0.10", "the file's own build is fitted as [vllm]"),
+    ("vlm@0.6.0", "unknown engine"),
+])
+def test_an_overlay_section_of_an_unknown_build_is_one_clear_error(section, why):
+    with pytest.raises(SpecError) as err:
+        E.check_overlay({section: {"defaults": {"iteration_overhead": 0.005}}})
+    assert why in str(err.value)
+
+
+def test_by_build_the_rows_of_a_release_fit_its_own_section():
+    """``sweep calibrate --by-build``: the rows whose engine_version names a build are units of
+    their own (``vllm@0.6.0.defaults``) and leave the file's units; without it every row fits
+    the file's sections, as the shipped overlay was fitted."""
+    from sweep import validate as V
+    from sweep.validate import calibration as C
+
+    data = V.read_measurements()
+    use = V.usable_mask(data) & data["engine"].eq("vllm").to_numpy()
+    rows = data[use].reset_index(drop=True)
+    ev = V.Evaluator(rows, overlay={})
+    refs = np.array(ev.engine_ref, dtype=object)
+    assert (refs == "vllm@0.6.0").sum() >= 20 and (refs == "vllm").sum() >= 20
+    split = {u.name: u for u in C.plan_units(ev, 20, by_build=True)}
+    assert {"vllm.defaults", "vllm@0.6.0.defaults"} <= set(split)
+    assert set(refs[split["vllm@0.6.0.defaults"].rows]) == {"vllm@0.6.0"}
+    assert "vllm@0.6.0" not in set(refs[split["vllm.defaults"].rows])
+    whole = {u.name: u for u in C.plan_units(ev, 20)}
+    assert not any("@" in name for name in whole)
+    assert len(whole["vllm.defaults"].rows) == len(rows)
 
 
 # ---------------------------------------------------------------------------- the mechanism

@@ -24,6 +24,7 @@ from grids.engines.parameters import (
     _range_problem,
     engines_dir,
 )
+from grids.engines.parse import _raw_catalog
 from grids.engines.profile import Value, _catalog_devices, _known_vendors, _suggest
 from grids.errors import SpecError, suggest
 from grids.hardware import CLASSES
@@ -137,6 +138,25 @@ def _pooled_level(overlay: Mapping[str, Any], problems: list[str]) -> dict[str, 
     return out
 
 
+def section_problem(engine_id: str) -> str | None:
+    """Why ``engine_id`` cannot name an overlay section (None when it can): a catalog engine, or
+    ``<id>@<build>`` for one of the ``[builds]`` its file declares (the values fitted on that
+    release's rows, docs/engines.md "Builds")."""
+    family, sep, build = engine_id.partition("@")
+    if family not in ENGINE_IDS:
+        return (f"overlay [{tomlio.key(engine_id)}]: unknown engine"
+                f"{suggest(family, (*ENGINE_IDS, POOLED))}")
+    if not sep:
+        return None
+    builds = _raw_catalog(family).get("builds", {})
+    names = tuple(builds) if isinstance(builds, dict) else ()
+    if build not in names:
+        have = f"its file's builds are {', '.join(names)}" if names else "its file has no builds"
+        return (f"overlay [{tomlio.key(engine_id)}]: unknown build {build!r} of {family} ({have}; "
+                f"the file's own build is fitted as [{family}])")
+    return None
+
+
 def check_overlay(overlay: Mapping[str, Any]) -> None:
     """Validate a whole overlay at once (every engine, level and value); one SpecError."""
     problems: list[str] = []
@@ -145,9 +165,8 @@ def check_overlay(overlay: Mapping[str, Any]) -> None:
     for engine_id in overlay:
         if engine_id == POOLED:
             _pooled_level(overlay, problems)
-        elif engine_id not in ENGINE_IDS:
-            problems.append(f"overlay [{engine_id}]: unknown engine"
-                            f"{suggest(engine_id, (*ENGINE_IDS, POOLED))}")
+        elif (bad := section_problem(engine_id)) is not None:
+            problems.append(bad)
         else:
             _overlay_levels(overlay, engine_id, problems)
     if problems:

@@ -9,8 +9,9 @@ whose value is only a prior) is replaced by the overlay's cross-engine ``[pooled
 parameter, fitted on the rows of every engine with measurements (issue 20: a stack without data
 is not assumed perfect). An engine with a ``[delegate]`` table (``native``) hands each device to
 another engine, most specific key first. An engine loaded as ``<id>@<build>`` (one of its file's
-``[builds]``) takes every value that build states first, at any level: the file's tables and
-their fit describe another release.
+``[builds]``) takes every value that build states first, at any level, then the values fitted on
+that release's own rows (the overlay's ``[<id>@<build>]`` section): the file's tables and their
+fit describe another release.
 """
 
 from __future__ import annotations
@@ -61,13 +62,17 @@ _ABSENT_MEANS = {"in_switch_overhead": "the library does not reduce inside the s
 
 def _resolve_levels(engine: Engine, device: Device,
                     fitted: Mapping[tuple[str, str], Mapping[str, Value]],
-                    pooled: Mapping[str, Value] | None = None) -> EngineParams:
+                    pooled: Mapping[str, Value] | None = None,
+                    build_fitted: Mapping[tuple[str, str], Mapping[str, Value]] | None = None,
+                    ) -> EngineParams:
     base = device.base or device.id
     order = (("device", base), ("vendor", device.vendor), ("class", device.cls), ("defaults", ""))
     # what a build states replaces, at every level, the file's value (which describes another
-    # release) and its fit; what it does not state is the file's build's
+    # release) and its fit; so does what was fitted on the build's own rows (its overlay section
+    # ``[<id>@<build>]``); what neither gives is the file's build's, fitted or not
     build = engine.active.levels if engine.active is not None else {}
     chain = [build.get(lvl, {}) for lvl in order]
+    chain += [(build_fitted or {}).get(lvl, {}) for lvl in order]
     for lvl in order:
         chain.append(fitted.get(lvl, {}))  # a fitted value beats the file at the same level
         chain.append(engine.levels.get(lvl, {}))
@@ -184,10 +189,14 @@ def _resolve(eng: Engine, device: Device, overlay: Mapping[str, Any],
         return _ideal(eng, device, supported=False, why=why, delegate=eng.id,
                       label=f"unsupported: {why}")
     fitted = _overlay_levels(overlay, eng.file_id, problems)
+    # a build of the file: the values fitted on that release's rows come first (the file's own
+    # build, loaded as <id>@<its build>, has no section of its own: it is [<id>])
+    build_fitted = (_overlay_levels(overlay, eng.id, problems) if eng.active is not None
+                    else {})
     pooled = _pooled_level(overlay, problems)
     if problems:
         raise SpecError(problems, "engine overlay")
-    params = _resolve_levels(eng, device, fitted, pooled)
+    params = _resolve_levels(eng, device, fitted, pooled, build_fitted)
     if note:
         params.origin.update({k: v + note for k, v in params.origin.items()})
     return params

@@ -125,7 +125,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     say = (lambda m: None) if quiet else (lambda m: print(f"  {m}", flush=True))
     opts = {"min_rows": args.min_rows, "loss": args.loss, "f_scale": args.f_scale,
             "prior_weight": args.prior_weight, "max_nfev": args.max_nfev,
-            "floor_dtypes": args.floor_dtypes}
+            "floor_dtypes": args.floor_dtypes, "by_build": args.by_build}
     if not quiet:
         print("sweep calibrate: fitting the engine catalog (starting from the engine files)")
     cal = C.calibrate(df, progress=say, **opts)
@@ -159,7 +159,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                                   if args.prior_weight != C.PRIOR_WEIGHT else None),
                                  ("-o", _rel(output)))
         if v is not None) + (" --no-lopo" if args.no_lopo else "") + (
-        " --floor-dtypes" if args.floor_dtypes else "")
+        " --floor-dtypes" if args.floor_dtypes else "") + (" --by-build" if args.by_build else "")
     summary = {"before": summary_line(before), "after": summary_line(after),
                "leave_one_publisher_out": lopo or None}
     C.write_overlay(C.overlay_toml(cal, data_path=data, command=command, summary=summary),
@@ -380,6 +380,11 @@ def register(subparsers) -> None:
                    help="raise a narrower dtype's compute factor (fp8, int8, fp4) to where no "
                         "device computes it slower than the wider one (by default such fits are "
                         "only reported, as findings)")
+    c.add_argument("--by-build", action="store_true",
+                   help="fit the rows of each of an engine file's [builds] (by their "
+                        "engine_version, e.g. vllm@0.6.0) in that build's own overlay section, "
+                        "and only the other rows in the file's (by default every row fits its "
+                        "file's sections, whatever its release)")
     _add_overwrite_json(c, "an overlay written by sweep calibrate", "print a JSON report")
     c.set_defaults(func=_cmd_calibrate)
 

@@ -87,6 +87,7 @@ from sweep.validate.units import (  # noqa: F401  (BOUNDS, plan_units, ... are t
     _set,
     _set_flat,
     _unit_pairs,
+    fit_engines,
     plan_pooled,
     plan_units,
     unit_params,
@@ -304,13 +305,15 @@ def usable_rows(df: pd.DataFrame) -> pd.DataFrame:
 def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: Loss = DEFAULT_LOSS,
               f_scale: float = DEFAULT_F_SCALE, prior_weight: float = PRIOR_WEIGHT,
               max_nfev: int = 200, floor_dtypes: bool = False, pooled: bool = True,
-              progress=None) -> Calibration:
+              by_build: bool = False, progress=None) -> Calibration:
     """Fit every unit of the usable rows of ``df`` that name their engine (defaults first, then
     vendors on top of them), starting from the engine files without any overlay; then, with
     ``pooled``, the cross-engine unit (:func:`plan_pooled`) from the files alone, whose factors go
     to the overlay's ``[pooled]`` table.
     ``floor_dtypes``: raise narrower-dtype compute factors to their floor (:func:`dtype_floors`)
-    instead of only reporting them (``dtype_violations``)."""
+    instead of only reporting them (``dtype_violations``).
+    ``by_build``: the rows of each of a file's ``[builds]`` fit that build's own overlay section
+    (``["vllm@0.6.0"]``) and not the file's (:func:`plan_units`)."""
     rows = usable_rows(df)
     if rows.empty:
         raise SpecError("calibrate: the data have no usable rows (usable = yes) to fit")
@@ -318,12 +321,13 @@ def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: Loss 
     say = progress or (lambda msg: None)
     overlay: dict[str, Any] = {}
     fits: list[UnitFit] = []
-    units = plan_units(ev, min_rows)
-    named = pd.Series(rows.loc[~ev.engine_assumed, "engine"]).value_counts()
+    units = plan_units(ev, min_rows, by_build)
+    named = fit_engines(ev, by_build)[~ev.engine_assumed].value_counts()
     thin = {str(e): int(n) for e, n in named.items() if n < min_rows}
     for e, n in sorted(thin.items()):
-        say(f"{e}: {n} usable row(s), fewer than --min-rows {min_rows}: not fitted, the engine "
-            f"file's values stand")
+        fallback = (f"it inherits the fit of {e.partition('@')[0]}" if "@" in e else
+                    "the engine file's values stand")
+        say(f"{e}: {n} usable row(s), fewer than --min-rows {min_rows}: not fitted, {fallback}")
     if not units:
         raise SpecError("calibrate: no engine has enough usable rows that name it "
                         f"(--min-rows {min_rows}); nothing to fit")
@@ -347,7 +351,7 @@ def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: Loss 
         overlay[POOLED] = found_pooled[1]
     return Calibration(fits, overlay, rows, options={
         "min_rows": min_rows, "loss": loss, "f_scale": f_scale, "prior_weight": prior_weight,
-        "max_nfev": max_nfev, "floor_dtypes": floor_dtypes}, thin=thin,
+        "max_nfev": max_nfev, "floor_dtypes": floor_dtypes, "by_build": by_build}, thin=thin,
         dtype_violations=violations)
 
 
@@ -437,8 +441,9 @@ OVERLAY_HEADER = """\\
 Fitted engine parameters, written by `sweep calibrate` (sweep/validate/calibration.py; method
 and report in docs/validation.md). Do not edit by hand: rerun the command in [provenance].
 grids.engines.resolve applies [<engine>.defaults] and [<engine>.vendor.<vendor>] on top of the
-engine files (a device-level file value still wins), and [pooled] (fitted on every engine's rows
-at once) to the values that files of stacks without measurements mark pooled = true.
+engine files (a device-level file value still wins), ["<engine>@<build>"] (fitted on the rows of
+one of a file's [builds]) first for that build, and [pooled] (fitted on every engine's rows at
+once) to the values that files of stacks without measurements mark pooled = true.
 Units: factors [1], times [s]."""
 
 
@@ -468,9 +473,11 @@ def overlay_toml(cal: Calibration, *, data_path: str | Path, command: str,
         "tool": "sweep calibrate", "command": command, "date": date,
         "data": _display_path(data_path), "data_sha256": V.file_sha256(data_path),
         "code_commit": git_commit(),
-        "method": (f"scipy.optimize.least_squares on ln(predicted/measured) per unit "
-                   f"(engine defaults, then engine x vendor; the pooled unit: every engine "
-                   f"at once), loss={cal.options['loss']}, "
+        "method": ("scipy.optimize.least_squares on ln(predicted/measured) per unit "
+                   "(engine defaults, then engine x vendor"
+                   + ("; a build's rows (<id>@<build>) fit their own sections, the rest the "
+                      "file's" if cal.options.get("by_build") else "")
+                   + f"; the pooled unit: every engine at once), loss={cal.options['loss']}, "
                    f"f_scale={cal.options['f_scale']}, prior weight "
                    f"{cal.options['prior_weight']} toward the starting values"),
         "bounds": "; ".join(f"{k} [{lo:g}, {hi:g}]" for k, (lo, hi, _) in BOUNDS.items()),

@@ -164,15 +164,29 @@ def unit_params(rows: pd.DataFrame, dtypes: pd.Series) -> list[str]:
     return out
 
 
-def plan_units(ev: Evaluator, min_rows: int) -> list[Unit]:
-    """Fitting units for the rows of ``ev`` that name their engine (see the module docstring)."""
+def fit_engines(ev: Evaluator, by_build: bool) -> pd.Series:
+    """The engine each row fits: its engine id, or with ``by_build`` its release
+    (``ev.engine_ref``: ``vllm@0.6.0`` for a row whose ``engine_version`` matches that build)."""
+    return pd.Series(ev.engine_ref if by_build else ev.rows["engine"].to_numpy(),
+                     index=ev.rows.index, dtype=object)
+
+
+def plan_units(ev: Evaluator, min_rows: int, by_build: bool = False) -> list[Unit]:
+    """Fitting units for the rows of ``ev`` that name their engine (see the module docstring).
+
+    With ``by_build`` a release is its own engine: the rows that run as one of a file's
+    ``[builds]`` (``vllm@0.6.0``, by their ``engine_version``) fit that build's overlay section,
+    and only the rest fit the file's (``vllm``), so one release's behaviour is not charged to
+    another; a build with fewer than ``min_rows`` rows is not fitted and inherits the file's fit.
+    Without it every row fits its file's sections, whatever its release."""
     rows = ev.rows
     stated = ~ev.engine_assumed
+    refs = fit_engines(ev, by_build)
     dtypes = pd.Series(ev.compute_dtypes, index=rows.index)
     vendors = pd.Series(ev.vendors, index=rows.index)
     units: list[Unit] = []
-    for engine in sorted(set(rows.loc[stated, "engine"])):
-        sel = stated & rows["engine"].eq(engine).to_numpy()
+    for engine in sorted(set(refs[stated])):
+        sel = stated & refs.eq(engine).to_numpy()
         idx = np.flatnonzero(sel)
         if len(idx) < min_rows:  # too few to fit: the engine file's values stand
             continue
