@@ -21,6 +21,10 @@ the number of decoding requests, the mean of their attended lengths, and the pro
 exact attention pairs and KV elements read (earlier chunks) and written. Requests start spread
 over their life cycle (the steady state an open-loop server reaches; a closed loop started all
 at once keeps its waves) and are measured after a warm-up.
+
+:func:`simulate_offline` runs the other case with the same iterations: an offline benchmark's
+fixed number of identical requests queued at once and served to the last (its waves, ramp-up and
+drain included), as ``trtllm-bench throughput`` reports it (``scripts/maxload_protocol.py``).
 """
 
 from __future__ import annotations
