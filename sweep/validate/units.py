@@ -188,7 +188,7 @@ def plan_units(ev: Evaluator, min_rows: int, by_build: bool = False) -> list[Uni
     for engine in sorted(set(refs[stated])):
         sel = stated & refs.eq(engine).to_numpy()
         idx = np.flatnonzero(sel)
-        if len(idx) < min_rows:  # too few to fit: the engine file's values stand
+        if len(idx) < min_rows:  # too few to fit: the file's values (a build: its file's fit) stand
             continue
         units.append(Unit(engine, "defaults", "", idx, unit_params(rows.iloc[idx],
                                                                    dtypes.iloc[idx])))
