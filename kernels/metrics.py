@@ -68,10 +68,9 @@ def max_sequences(geo, hw, ly, per_seq, act_dev):
 
 
 @scalar_jit
-def decode_bound(hw, t_comp, t_mem, ts, td, th, d, rounds, t_ovh, t_stage, flops, traffic):
-    """``bound`` and ``latency_cov`` of a decode step (pass ``d`` of :func:`pass_fixed`)
-    [model.md section 10]."""
-    top = max(t_comp, t_mem)
+def decode_bound(hw, t_comp, t_mem, top, ts, td, th, d, rounds, t_ovh, t_stage, flops, traffic):
+    """``bound`` and ``latency_cov`` of a decode step (pass ``d`` of :func:`pass_fixed`; ``top``
+    its busy time, :func:`kernels.roofline.busy_time`)  [model.md section 10]."""
     # the whole communication time competes with the busy time: when it is overlapped, the longer
     # of the two sets the step; when it is not, the larger part is still the binding one
     comm = d.t_comm + d.t_hops / rounds

@@ -226,10 +226,18 @@ def window_capacity(x, w):
 
 
 @scalar_jit
-def stage_time(t_comp, t_mem, t_comm, overlap, t_ovh):
-    """One stage pass: T + t_comm - ov min(t_comm, T) + overheads, T = max(t_comp, t_mem)
-    [model.md section 5]."""
-    top = max(t_comp, t_mem)
+def busy_time(t_comp, t_mem, t_comp_kv, t_mem_kv):
+    """The busy time T of a pass whose attention (``t_comp_kv`` of its compute time, ``t_mem_kv``
+    of its memory time: the KV cache it reads and writes) runs as kernels of its own between the
+    GEMMs: each phase is its own roofline, T = max(t_comp_kv, t_mem_kv) + max(t_comp -
+    t_comp_kv, t_mem - t_mem_kv) >= max(t_comp, t_mem)  [model.md section 5]."""
+    return max(t_comp_kv, t_mem_kv) + max(t_comp - t_comp_kv, t_mem - t_mem_kv)
+
+
+@scalar_jit
+def stage_time(top, t_comm, overlap, t_ovh):
+    """One stage pass: T + t_comm - ov min(t_comm, T) + overheads, T the busy time of
+    :func:`busy_time`  [model.md section 5]."""
     return top + t_comm - overlap * min(t_comm, top) + t_ovh
 
 
@@ -303,8 +311,12 @@ def place_end(hw, st, seg_kv, seg_act, tr_kv, tr_act, host_bytes, host_traffic, 
     ``allow_spill``; ``host_bytes`` / ``host_traffic`` are placed there by the offload fraction.
     Returns (reason code: 0, memory or host_capacity; t_sram, t_dram, t_host, time at peak
     bandwidth, host-resident bytes, bytes moved in SRAM tiers, in DRAM tiers, over the host
-    link)."""
+    link; the time of the KV bytes, on the device tiers and, spilled, over the host link)."""
+    t_before = st[3] + st[4]
+    spill_before = st[7]
     st = _put_segment(hw, seg_kv, tr_kv, g_kv, st)
+    t_kv = st[3] + st[4] - t_before
+    kv_spill_traffic = st[7] - spill_before
     st = _put_segment(hw, seg_act, tr_act, 1.0, st)
     _, _, _, t_sram, t_dram, t_peak, spill, spill_traffic, b_sram, b_dram = st
     code = 0
@@ -320,7 +332,8 @@ def place_end(hw, st, seg_kv, seg_act, tr_kv, tr_act, host_bytes, host_traffic, 
             b_host = host_traffic + spill_traffic
             t_host = b_host / (hw[H_HB] * hw[H_HE])
             t_peak += b_host / hw[H_HB]
-    return code, t_sram, t_dram, t_host, t_peak, total_host, b_sram, b_dram, b_host
+            t_kv += kv_spill_traffic / (hw[H_HB] * hw[H_HE])
+    return code, t_sram, t_dram, t_host, t_peak, total_host, b_sram, b_dram, b_host, t_kv
 
 
 # ------------------------------------------------------------------------------------------------
@@ -481,24 +494,28 @@ def pass_fixed(geo, hw, md, px, pr, ly, g_tok, b_tok, g_heads, n_pass):
 
 
 @scalar_jit
-def pass_time(geo, hw, px, ly, p, kv_dev, act_dev, kv_traffic, t_comp, n_pass, seqs):
+def pass_time(geo, hw, px, ly, p, kv_dev, act_dev, kv_traffic, t_comp, t_comp_kv, n_pass, seqs):
     """Time of the passes ``p`` (:func:`pass_fixed`) on the busiest stage, given the resident KV
-    cache and activations [B], the KV bytes moved and the compute time [s]: placement and memory
-    time (eq. (8)), then the stage pass (section 5). ``seqs`` > 0: a decode pass of that many
-    sequences, which on a device with ``spatial_layers`` crosses the stage's layer regions in
-    turn (section 7). Returns (reason code: 0, memory or host_capacity; stage time, compute and
-    memory time, SRAM, DRAM and host-link times, time at peak bandwidth, host-resident bytes,
-    energy of the bytes the passes move on the device [J]: section 9)."""
-    code, ts, td, th, tpk, host_total, b_sram, b_dram, b_host = place_end(
+    cache and activations [B], the KV bytes moved, the compute time [s] and the part of it that
+    attention takes: placement and memory time (eq. (8)), the busy time of the GEMM and attention
+    phases (:func:`busy_time`), then the stage pass (section 5). ``seqs`` > 0: a decode pass of
+    that many sequences, which on a device with ``spatial_layers`` crosses the stage's layer
+    regions in turn (section 7). Returns (reason code: 0, memory or host_capacity; stage time,
+    compute and memory time, SRAM, DRAM and host-link times, time at peak bandwidth,
+    host-resident bytes, energy of the bytes the passes move on the device [J]: section 9; the
+    busy time)."""
+    code, ts, td, th, tpk, host_total, b_sram, b_dram, b_host, t_kv = place_end(
         hw, p.place, kv_dev, act_dev, kv_traffic, p.act_traffic, geo.host_bytes,
         p.host_traffic, ly[L_SPILL] > 0.5, px[X_GKV])
     t_mem = ts + td + th
     if hw[H_SPAT] > 0.5 and seqs > 0.0:  # a weight-stationary layer pipeline: section 7
+        t_comp_kv, t_kv = layer_pipeline_times(t_comp_kv, t_kv, 0.0, geo.stage_layers, seqs)
         t_comp, t_mem = layer_pipeline_times(t_comp, t_mem, p.place[3] + p.place[4],
                                              geo.stage_layers, seqs)
-    t_stage = stage_time(t_comp, t_mem, p.t_comm, hw[H_OV], geo.t_ovh * n_pass)
+    top = busy_time(t_comp, t_mem, t_comp_kv, t_kv)
+    t_stage = stage_time(top, p.t_comm, hw[H_OV], geo.t_ovh * n_pass)
     e_move = moved_energy(hw, b_sram, b_dram, b_host, p.link_bytes)
-    return code, t_stage, t_comp, t_mem, ts, td, th, tpk, host_total, e_move
+    return code, t_stage, t_comp, t_mem, ts, td, th, tpk, host_total, e_move, top
 
 
 @scalar_jit

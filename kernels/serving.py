@@ -99,7 +99,8 @@ def iteration(geo, hw, md, px, pr, ly, n_dec, q, c_tok, context, k_p, c_mean, c_
     iteration on the busiest device: energy [J] (section 9), FLOPs, bytes moved [B], time at
     peak bandwidth [s]; then per micro-batch pass the FLOPs and bytes, t_comp, t_mem,
     SRAM/DRAM/host times, the stage pass time, the pass tuple and the micro-batch rounds: the
-    decode diagnostics' inputs; last the host-resident bytes). A decode-only pass on a device
+    decode diagnostics' inputs; then the host-resident bytes and the busy time of the pass,
+    :func:`kernels.roofline.busy_time`). A decode-only pass on a device
     with ``spatial_layers`` crosses its layer regions in turn (section 7); a pass that carries
     prompt tokens fills the regions with them, like a static prefill."""
     tp = ly[L_TP]
@@ -126,18 +127,20 @@ def iteration(geo, hw, md, px, pr, ly, n_dec, q, c_tok, context, k_p, c_mean, c_
                   + frac * kv_bytes_dev(geo, md, pr, context))
     share_dec = g_d * q / g_tok if g_tok > 0.0 else 1.0
     peak = px[X_PEAK]
-    t_comp = ((p.flops_w * share_dec + attn_dec) / (peak * px[X_EDEC])
-              + (p.flops_w * (1.0 - share_dec) + attn_pre) / (peak * px[X_EPRE]))
+    e_dec = peak * px[X_EDEC]
+    e_pre = peak * px[X_EPRE]
+    t_attn = attn_dec / e_dec + attn_pre / e_pre
+    t_comp = p.flops_w * share_dec / e_dec + p.flops_w * (1.0 - share_dec) / e_pre + t_attn
     seqs = g_d if c_tok <= 0.0 else 0.0
-    code, t_stage, t_comp, t_mem, ts, td, th, tpk, host, e_move = pass_time(
-        geo, hw, px, ly, p, kv_dev, act_dev, kv_traffic, t_comp, 1.0, seqs)
+    code, t_stage, t_comp, t_mem, ts, td, th, tpk, host, e_move, top = pass_time(
+        geo, hw, px, ly, p, kv_dev, act_dev, kv_traffic, t_comp, t_attn, 1.0, seqs)
     rounds = max(m, pp)
     t_it = rounds * t_stage + p.t_hops + hw[H_OVI]
     flops = p.flops_w + attn_dec + attn_pre
     traffic = geo.dense_read_on + p.experts_read + kv_traffic + p.act_traffic + p.host_traffic
     energy = flops * px[X_EFLOP] + e_move
     return (code, t_it, energy * m, flops * m, traffic * m, tpk * m, flops, traffic,
-            t_comp, t_mem, ts, td, th, t_stage, p, rounds, host)
+            t_comp, t_mem, ts, td, th, t_stage, p, rounds, host, top)
 
 
 @scalar_jit
@@ -377,8 +380,8 @@ def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act
         ttft += max(0.0, (conc - d) * r_it / d - k_p) * t_mix  # waiting for the budget
     tpot = (t_seen if r_it > 0.0 else t_dec) / tau
     # the decode step's diagnostics (model.md section 10)
-    bound, cov = decode_bound(hw, dit[8], dit[9], dit[10], dit[11], dit[12], dit[14], dit[15],
-                              geo.t_ovh, dit[13], dit[6], dit[7])
+    bound, cov = decode_bound(hw, dit[8], dit[9], dit[17], dit[10], dit[11], dit[12], dit[14],
+                              dit[15], geo.t_ovh, dit[13], dit[6], dit[7])
     rho_b = requests * hold
     return (0, requests, ttft, tpot, t_mean, t_sq, energy, flops, peak_t, traffic, bound, cov,
             rho_b, hold, 1.0 if saturated else 0.0, dit[16])

@@ -139,8 +139,9 @@ def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
     d = st.dec
     e_flop = px[X_EFLOP]
     flops_dec = d.flops_w + attn1
-    code, t_stage, t_comp, t_mem, ts, td, th, tpk, host_total, e_move = pass_time(
-        geo, hw, px, ly, d, kv_dev, pt.act_dev, kv_read, flops_dec / (peak * px[X_EDEC]), 1.0,
+    e_dec = peak * px[X_EDEC]
+    code, t_stage, t_comp, t_mem, ts, td, th, tpk, host_total, e_move, top = pass_time(
+        geo, hw, px, ly, d, kv_dev, pt.act_dev, kv_read, flops_dec / e_dec, attn1 / e_dec, 1.0,
         st.g_m)
     if code != 0:
         return code, NAN, NAN, NAN, NAN, NAN, mem_dev, host_total, NAN, NAN, NAN, NAN, NAN
@@ -153,9 +154,9 @@ def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
     if hw[H_SPK] > 0.0:  # speculative decoding: a round verifies k_s + 1 tokens
         s = st.dec_spec
         flops_q = s.flops_w + attn1 * st.q_spec
-        _, t_stage_q, _, _, _, _, _, tpk_q, _, e_move_q = pass_time(
-            geo, hw, px, ly, s, kv_dev, pt.act_dev, kv_read, flops_q / (peak * px[X_EDEC]), 1.0,
-            st.g_m)
+        _, t_stage_q, _, _, _, _, _, tpk_q, _, e_move_q, _ = pass_time(
+            geo, hw, px, ly, s, kv_dev, pt.act_dev, kv_read, flops_q / e_dec,
+            attn1 * st.q_spec / e_dec, 1.0, st.g_m)
         t_dec_q = st.rounds * t_stage_q + s.t_hops + hw[H_OVI]
         tau = spec_tau(hw)
         drafts = hw[H_SPK] * hw[H_SPC]  # k_s draft steps at c_d of a target step each
@@ -167,9 +168,10 @@ def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
     # ---- prefill (TTFT): section 8
     p = pt.pre
     flops_pre = p.flops_w + pt.attn_pre
-    _, t_stage_pre, _, _, _, _, _, _, _, e_move_pre = pass_time(
-        geo, hw, px, ly, p, kv_dev, pt.act_dev, pt.kv_write, flops_pre / (peak * px[X_EPRE]),
-        pt.n_chunks, 0.0)
+    e_pre = peak * px[X_EPRE]
+    _, t_stage_pre, _, _, _, _, _, _, _, e_move_pre, _ = pass_time(
+        geo, hw, px, ly, p, kv_dev, pt.act_dev, pt.kv_write, flops_pre / e_pre,
+        pt.attn_pre / e_pre, pt.n_chunks, 0.0)
     ttft = ((st.mb + pp - 1.0) * t_stage_pre + p.t_hops + pt.n_chunks * hw[H_OVI]
             + hw[H_OVR])
     e2e = ttft + (output_len - 1.0) * tpot
@@ -180,8 +182,8 @@ def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
 
     # ---- diagnostics of the decode step: section 10
     traffic = geo.dense_read_on + d.experts_read + kv_read + d.act_traffic + d.host_traffic
-    bound, cov = decode_bound(hw, t_comp, t_mem, ts, td, th, d, st.rounds, geo.t_ovh, t_stage,
-                              flops_dec, traffic)
+    bound, cov = decode_bound(hw, t_comp, t_mem, top, ts, td, th, d, st.rounds, geo.t_ovh,
+                              t_stage, flops_dec, traffic)
     return (0, ttft, tpot, e2e, p_pre, p_dec, mem_dev, host_total, bound, flops_dec / traffic,
             st.mb * flops_tok / peak, st.mb * tpk_tok, cov)
 

@@ -316,7 +316,7 @@ def memory_time(hw: dict, px: dict, placement: dict, traffic: dict, host_traffic
     it each holds; ``t_mem`` at achievable bandwidth (x segment factor), ``t_peak`` at peak."""
     g_seg = {"dense": px["weight_factor"], "exp": px["weight_factor"],
              "rest": px["weight_factor"], "kv": px["kv_factor"], "act": 1.0}
-    t_mem = t_peak = t_weights = 0.0
+    t_mem = t_peak = t_weights = t_kv = 0.0
     kinds = {"sram": 0.0, "dram": 0.0, "host": 0.0}
     moved = {"sram": 0.0, "dram": 0.0, "host": 0.0}   # bytes per tier kind (section 9)
     host = host_traffic
@@ -336,10 +336,14 @@ def memory_time(hw: dict, px: dict, placement: dict, traffic: dict, host_traffic
             t_peak += bytes_i / bw
             if name in ("dense", "exp"):
                 t_weights += dt   # the weights' device-tier time (section 7, layer pipeline)
+            elif name == "kv":
+                t_kv += dt   # the KV cache's time (section 5, the attention phase)
             kind = "sram" if hw[f"tier{i}_kind"] == 0 else "dram"
             kinds[kind] += dt
             moved[kind] += bytes_i
         host += t * in_host / size
+        if name == "kv":   # spilled KV is read over the host link in the attention phase
+            t_kv += t * in_host / size / (hw["host_bandwidth"] * hw["host_efficiency"])
     if host > 0:
         dt = host / (hw["host_bandwidth"] * hw["host_efficiency"])
         t_mem += dt
@@ -347,7 +351,7 @@ def memory_time(hw: dict, px: dict, placement: dict, traffic: dict, host_traffic
         kinds["host"] += dt
         moved["host"] = host
     return {"t_mem": t_mem, "t_peak": t_peak, "kinds": kinds, "traffic": total, "moved": moved,
-            "t_weights": t_weights}
+            "t_weights": t_weights, "t_kv": t_kv}
 
 
 # --------------------------------------------------------------------------------------- section 5
@@ -496,10 +500,9 @@ def pipeline_hops(hw: dict, md: dict, pr: dict, ly: dict, g_pass: float) -> floa
             + n_pk * hop(hw, "package", nb))
 
 
-def stage_pass(hw: dict, t_comp: float, t_mem: float, t_comm: float, t_ovh: float) -> float:
-    """Section 5: ``t_s = T + t_comm - ov min(t_comm, T) + t_ovh``, ``T = max(t_comp, t_mem)``."""
-    t = max(t_comp, t_mem)
-    return t + t_comm - hw["comm_overlap"] * min(t_comm, t) + t_ovh
+def stage_pass(hw: dict, busy: float, t_comm: float, t_ovh: float) -> float:
+    """Section 5: ``t_s = T + t_comm - ov min(t_comm, T) + t_ovh``, ``T`` the busy time."""
+    return busy + t_comm - hw["comm_overlap"] * min(t_comm, busy) + t_ovh
 
 
 # --------------------------------------------------------------------------------------- section 6
@@ -565,20 +568,39 @@ def layer_pipeline(hw: dict, sz: dict, t_comp: float, mem: dict, seqs: float) ->
     return depth * f * t_comp, {**mem, "t_mem": depth * (t_w + f * (mem["t_mem"] - t_w))}
 
 
+def busy(hw: dict, sz: dict, t_comp: float, t_attn: float, mem: dict,
+         seqs: float) -> tuple[float, dict, float]:
+    """Section 5: the busy time ``T`` of a pass whose attention (``t_attn`` of the compute time
+    ``t_comp``; the KV cache's ``t_kv`` of the memory time) runs between the GEMMs, each phase its
+    own roofline: ``T = max(t_attn, t_kv) + max(t_comp - t_attn, t_mem - t_kv)``. A decode pass
+    of ``seqs`` > 0 sequences on a device with ``spatial_layers`` runs the layer pipeline of
+    section 7 first: the attention phase, per sequence, scales like the other per-sequence work.
+    Returns (t_comp, mem, T)."""
+    t_kv = mem["t_kv"]
+    depth = sz["l_s"]
+    if hw["spatial_layers"] and depth > 1 and seqs > 0:
+        f = math.ceil(seqs / min(seqs, depth)) / seqs
+        t_attn, t_kv = depth * f * t_attn, depth * f * t_kv
+    t_comp, mem = layer_pipeline(hw, sz, t_comp, mem, seqs)
+    return t_comp, mem, max(t_attn, t_kv) + max(t_comp - t_attn, mem["t_mem"] - t_kv)
+
+
 def _phase_times(hw: dict, md: dict, pr: dict, px: dict, ly: dict, sz: dict, placement: dict, *,
-                 flops: float, expert_flops: float, eta: float, traffic: dict, host: float,
-                 expert_bytes: float, g_pass: float, b_pass: float, phi: float,
-                 t_ovh: float, passes: float = 1.0, decode_seqs: float = 0.0) -> dict:
+                 flops: float, attn_flops: float, expert_flops: float, eta: float,
+                 traffic: dict, host: float, expert_bytes: float, g_pass: float, b_pass: float,
+                 phi: float, t_ovh: float, passes: float = 1.0, decode_seqs: float = 0.0) -> dict:
     """One stage pass of the busiest stage on one micro-batch: compute, memory (section 4),
-    collectives (10), the overlap rule of section 5 and the hops (11). ``decode_seqs`` > 0: a
-    decode pass of that many sequences (the layer pipeline of section 7 applies)."""
+    collectives (10), the busy time and overlap rule of section 5 and the hops (11).
+    ``attn_flops`` of the ``flops`` are attention's; ``decode_seqs`` > 0: a decode pass of that
+    many sequences (the layer pipeline of section 7 applies)."""
     t_comp = flops / (px["peak"] * eta)
     mem = memory_time(hw, px, placement, traffic, host)
-    t_comp, mem = layer_pipeline(hw, sz, t_comp, mem, decode_seqs)
+    t_comp, mem, t_busy = busy(hw, sz, t_comp, attn_flops / (px["peak"] * eta), mem,
+                               decode_seqs)
     comm = collectives(hw, md, pr, ly, sz, g_pass, phi, b_pass, passes)
-    t_s = stage_pass(hw, t_comp, mem["t_mem"], comm["t_comm"], t_ovh)
+    t_s = stage_pass(hw, t_busy, comm["t_comm"], t_ovh)
     return {"flops": flops, "expert_flops": expert_flops, "t_comp": t_comp, "t_s": t_s,
-            "t_ovh": t_ovh, "t_hop": pipeline_hops(hw, md, pr, ly, g_pass),
+            "busy": t_busy, "t_ovh": t_ovh, "t_hop": pipeline_hops(hw, md, pr, ly, g_pass),
             "expert_bytes": expert_bytes, **mem, **comm}
 
 
@@ -613,7 +635,7 @@ def decode_step(hw, md, pr, px, ly, sz, placement, context, output_len, tokens: 
         "act": tokens * 2 * g_m * md["act_elems"] * sf * pr["act_bytes"] / tp,
     }
     host = off * (sz["r_dense"] + sz["w_exp"] * u)
-    ph = _phase_times(hw, md, pr, px, ly, sz, placement, flops=flops,
+    ph = _phase_times(hw, md, pr, px, ly, sz, placement, flops=flops, attn_flops=attention,
                       expert_flops=expert, eta=px["eff_decode"], traffic=traffic,
                       host=host, expert_bytes=traffic["exp"], g_pass=tokens * g_m,
                       b_pass=tokens * b_m, phi=phi, decode_seqs=g_m,
@@ -687,8 +709,9 @@ def prefill(hw, md, pr, px, ly, sz, placement, context) -> dict:
     }
     host = n_ch * off * (sz["r_dense"] + sz["w_exp"] * u)
     ph = _phase_times(hw, md, pr, px, ly, sz, placement, flops=dense + expert + attention,
-                      expert_flops=expert, eta=px["eff_prefill"], traffic=traffic, host=host,
-                      expert_bytes=traffic["exp"], g_pass=g_m * s, b_pass=b_m * s, phi=phi,
+                      attn_flops=attention, expert_flops=expert, eta=px["eff_prefill"],
+                      traffic=traffic, host=host, expert_bytes=traffic["exp"], g_pass=g_m * s,
+                      b_pass=b_m * s, phi=phi,
                       t_ovh=n_ch * sz["l_s"] * hw["layer_overhead"], passes=n_ch)
     ph["time"] = ((m + ly["pp"] - 1) * ph["t_s"] + ph["t_hop"] + n_ch * hw["iteration_overhead"]
                   + hw["request_overhead"])
@@ -716,7 +739,7 @@ def bound(dec: dict, m: float, pp: float, t_iter: float) -> tuple[int, bool]:
     comm = dec["t_comm"] + dec["t_hop"] / steps   # all of it: overlapped, the longer one binds
     ovh = dec["t_ovh"] + t_iter / steps
     t_comp, t_mem = dec["t_comp"], dec["t_mem"]
-    top = max(t_comp, t_mem)
+    top = dec["busy"]
     near = _near(top, comm) or _near(top, ovh)
     if top >= comm and top >= ovh:
         near = near or _near(t_comp, t_mem)

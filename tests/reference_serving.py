@@ -21,13 +21,13 @@ from tests.reference import (
     act_row,
     activity,
     bound,
+    busy,
     collectives,
     ep_imbalance,
     kv_elems,
     kv_reads,
     kv_shard_fraction,
     latency_cov,
-    layer_pipeline,
     max_sequences,
     mean_window_len,
     memory_time,
@@ -105,8 +105,9 @@ def iteration(hw: dict, md: dict, pr: dict, px: dict, ly: dict, sz: dict, placem
     attn_pre = share * (md["attn_flops_full_prefill"] * pairs_full
                         + md["attn_flops_window_prefill"] * pairs_win) * scale
     w_dec = g_d * q / tokens_busy if tokens_busy > 0 else 1.0
-    t_comp = ((w_dec * (dense + expert) + attn_dec) / (px["peak"] * px["eff_decode"])
-              + ((1 - w_dec) * (dense + expert) + attn_pre) / (px["peak"] * px["eff_prefill"]))
+    r_dec, r_pre = px["peak"] * px["eff_decode"], px["peak"] * px["eff_prefill"]
+    t_attn = attn_dec / r_dec + attn_pre / r_pre
+    t_comp = w_dec * (dense + expert) / r_dec + (1 - w_dec) * (dense + expert) / r_pre + t_attn
     kvf = pr["kv_bytes"] * sz["f_kv"] * sf
     kv_dec = md["kv_elems_full"] * c_mean + md["kv_elems_window"] * c_win
     traffic = {
@@ -119,10 +120,10 @@ def iteration(hw: dict, md: dict, pr: dict, px: dict, ly: dict, sz: dict, placem
     mem = memory_time(hw, px, placement, traffic, host)
     # a decode-only pass crosses the layer regions of a spatial device in turn (section 7); a
     # pass with prompt tokens fills them, like a static prefill
-    t_comp, mem = layer_pipeline(hw, sz, t_comp, mem, g_d if c_tok == 0 else 0.0)
+    t_comp, mem, t_busy = busy(hw, sz, t_comp, t_attn, mem, g_d if c_tok == 0 else 0.0)
     comm = collectives(hw, md, pr, ly, sz, tokens_busy, phi, b_d * q + c_mb)
     t_ovh = sz["l_s"] * hw["layer_overhead"]
-    t_s = stage_pass(hw, t_comp, mem["t_mem"], comm["t_comm"], t_ovh)
+    t_s = stage_pass(hw, t_busy, comm["t_comm"], t_ovh)
     t_hop = pipeline_hops(hw, md, pr, ly, tokens_busy)
     flops = dense + expert + attn_dec + attn_pre
     ph = {"flops": flops, "t_peak": mem["t_peak"], "moved": mem["moved"],
@@ -131,7 +132,7 @@ def iteration(hw: dict, md: dict, pr: dict, px: dict, ly: dict, sz: dict, placem
             "energy": pass_energy(hw, px, activity(ph)) * m, "flops_m": flops * m,
             "traffic_m": mem["traffic"] * m, "t_peak_m": mem["t_peak"] * m, "m": m,
             # the decode diagnostics' inputs (section 10)
-            "flops": flops, "expert_flops": expert, "t_comp": t_comp, "t_s": t_s,
+            "flops": flops, "expert_flops": expert, "t_comp": t_comp, "t_s": t_s, "busy": t_busy,
             "t_ovh": t_ovh, "t_hop": t_hop, "expert_bytes": traffic["exp"], "r": r, **mem,
             **comm}
 

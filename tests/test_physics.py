@@ -268,6 +268,26 @@ def test_slower_links_never_speed_up(p, ov, factor):
     assert_not_faster(slow, base)
 
 
+@pytest.mark.nojit
+@given(st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+def test_gemm_and_attention_phases_add(tc, tm, fa, fk):
+    """Section 5: the busy time of a pass whose attention (``fa`` of its compute time, ``fk`` of
+    its memory time: the KV cache) runs between its GEMMs lies between the single roofline
+    max(t_comp, t_mem) and t_comp + t_mem; it is the single roofline when both phases are bound by
+    the same resource, and the kernel's equals the reference's."""
+    from kernels.roofline import busy_time
+    from tests.reference import busy
+
+    ta, tk = fa * tc, fk * tm
+    t = busy_time(tc, tm, ta, tk)
+    assert max(tc, tm) * (1 - 1e-12) <= t <= (tc + tm) * (1 + 1e-12)
+    if (ta >= tk) == (tc - ta >= tm - tk):
+        assert t == pytest.approx(max(tc, tm), rel=1e-12, abs=1e-300)
+    hw = {"spatial_layers": 0}
+    assert busy(hw, {"l_s": 1}, tc, ta, {"t_mem": tm, "t_kv": tk}, 1.0)[2] == pytest.approx(t, rel=1e-12,
+                                                                                    abs=1e-300)
+
+
 @given(S.fitting_points(), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
 def test_more_overlap_never_slower(p, ov1, ov2):
     """t_s = T + t_comm - ov min(t_comm, T) + t_ovh (section 5) is nonincreasing in ov: hiding
