@@ -187,8 +187,9 @@ def _ladder(e: str, s: int, o: int = 256) -> pd.DataFrame:
 
 
 #: where the ladder of ``_ladder`` finds the closed loop's throughput falling with the
-#: concurrency: the collision wait of 13.2 step 6 (requests that wait for the budget do not
-#: decode) is an approximation that overshoots near the budget's saturation. Measured over a
+#: concurrency: near the budget's saturation the collision wait of 13.2 step 6 takes requests
+#: out of the decode while the iterations are still timed with them, and at saturation the
+#: budget-limited count (step 4) drops that wait (docs/model.md 13.3, "Known gaps"). Measured over a
 #: finer ladder (80 concurrencies from 1 to 4,096, `COMBOS` x `ENGINES` x prompts 128, 2048, 8192,
 #: 256 output tokens): 8 of 105 series fall by more than 0.1% somewhere on main before the GEMM
 #: and attention phases of section 5 (worst -4.2%, B200 Mixtral-8x7B `ideal` 2048 at 499 -> 554),
