@@ -127,10 +127,10 @@ def iteration(geo, hw, md, px, pr, ly, n_dec, q, c_tok, context, k_p, c_mean, c_
                   + frac * kv_bytes_dev(geo, md, pr, context))
     share_dec = g_d * q / g_tok if g_tok > 0.0 else 1.0
     peak = px[X_PEAK]
-    e_dec = peak * px[X_EDEC]
-    e_pre = peak * px[X_EPRE]
-    t_attn = attn_dec / e_dec + attn_pre / e_pre
-    t_comp = p.flops_w * share_dec / e_dec + p.flops_w * (1.0 - share_dec) / e_pre + t_attn
+    r_dec = peak * px[X_EDEC]
+    r_pre = peak * px[X_EPRE]
+    t_attn = attn_dec / r_dec + attn_pre / r_pre
+    t_comp = p.flops_w * share_dec / r_dec + p.flops_w * (1.0 - share_dec) / r_pre + t_attn
     seqs = g_d if c_tok <= 0.0 else 0.0
     code, t_stage, t_comp, t_mem, ts, td, th, tpk, host, e_move, top = pass_time(
         geo, hw, px, ly, p, kv_dev, act_dev, kv_traffic, t_comp, t_attn, 1.0, seqs)

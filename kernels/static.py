@@ -139,9 +139,9 @@ def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
     d = st.dec
     e_flop = px[X_EFLOP]
     flops_dec = d.flops_w + attn1
-    e_dec = peak * px[X_EDEC]
+    r_dec = peak * px[X_EDEC]
     code, t_stage, t_comp, t_mem, ts, td, th, tpk, host_total, e_move, top = pass_time(
-        geo, hw, px, ly, d, kv_dev, pt.act_dev, kv_read, flops_dec / e_dec, attn1 / e_dec, 1.0,
+        geo, hw, px, ly, d, kv_dev, pt.act_dev, kv_read, flops_dec / r_dec, attn1 / r_dec, 1.0,
         st.g_m)
     if code != 0:
         return code, NAN, NAN, NAN, NAN, NAN, mem_dev, host_total, NAN, NAN, NAN, NAN, NAN
@@ -155,8 +155,8 @@ def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
         s = st.dec_spec
         flops_q = s.flops_w + attn1 * st.q_spec
         _, t_stage_q, _, _, _, _, _, tpk_q, _, e_move_q, _ = pass_time(
-            geo, hw, px, ly, s, kv_dev, pt.act_dev, kv_read, flops_q / e_dec,
-            attn1 * st.q_spec / e_dec, 1.0, st.g_m)
+            geo, hw, px, ly, s, kv_dev, pt.act_dev, kv_read, flops_q / r_dec,
+            attn1 * st.q_spec / r_dec, 1.0, st.g_m)
         t_dec_q = st.rounds * t_stage_q + s.t_hops + hw[H_OVI]
         tau = spec_tau(hw)
         drafts = hw[H_SPK] * hw[H_SPC]  # k_s draft steps at c_d of a target step each
@@ -168,10 +168,10 @@ def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
     # ---- prefill (TTFT): section 8
     p = pt.pre
     flops_pre = p.flops_w + pt.attn_pre
-    e_pre = peak * px[X_EPRE]
+    r_pre = peak * px[X_EPRE]
     _, t_stage_pre, _, _, _, _, _, _, _, e_move_pre, _ = pass_time(
-        geo, hw, px, ly, p, kv_dev, pt.act_dev, pt.kv_write, flops_pre / e_pre,
-        pt.attn_pre / e_pre, pt.n_chunks, 0.0)
+        geo, hw, px, ly, p, kv_dev, pt.act_dev, pt.kv_write, flops_pre / r_pre,
+        pt.attn_pre / r_pre, pt.n_chunks, 0.0)
     ttft = ((st.mb + pp - 1.0) * t_stage_pre + p.t_hops + pt.n_chunks * hw[H_OVI]
             + hw[H_OVR])
     e2e = ttft + (output_len - 1.0) * tpot
