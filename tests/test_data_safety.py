@@ -87,6 +87,37 @@ def test_previous_result_is_replaced(tmp_path, spec, capsys, suffix):
     assert sorted(p.name for p in tmp_path.iterdir()) == first  # nothing else left behind
 
 
+@pytest.mark.parametrize("suffix, opener", [(".nc", "_open_netcdf"), (".zarr", "_open_zarr")])
+def test_a_file_that_cannot_be_created_on_the_writer_thread(tmp_path, spec, capsys, monkeypatch,
+                                                           suffix, opener):
+    """``sweep run`` creates the file on the writer thread while the first chunk is computed
+    (issue 24 item 5): a failure there (a full disk) is the same one clear line, exit 2, the
+    previous result untouched and no partial file left."""
+    import errno
+
+    from sweep.results.files import ResultWriter
+
+    out = tmp_path / f"r{suffix}"
+    assert main(["run", str(spec), "-o", str(out), "--no-progress"]) == 0
+    before = sorted(p.name for p in tmp_path.iterdir())
+    threads = []
+
+    def full(self, template):
+        import threading
+
+        threads.append(threading.current_thread().name)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(ResultWriter, opener, full)
+    capsys.readouterr()
+    assert main(["run", str(spec), "-o", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "no space left" in err.lower() and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1
+    assert threads == ["accel-sweep-writer"]
+    assert is_result(out) and sorted(p.name for p in tmp_path.iterdir()) == before
+
+
 @pytest.mark.parametrize("args, words", [
     (["-o", "{d}/out.csv"], "cannot tell the format"),
     (["-o", "{d}/x.zarr", "--format", "netcdf"], "--format netcdf"),

@@ -213,7 +213,8 @@ def _run_to_file(gr: GridRun, tmpl: xr.Dataset, plan: MemoryPlan, progress: bool
     writer = ResultWriter(output, tmpl, result_dims(grid), format,
                           write_shape=gr.write_shape(first), cache_bytes=plan.cache_bytes,
                           overwrite=overwrite, before_publish=checkpoint,
-                          compression=compression, metrics=result_metrics(grid))
+                          compression=compression, metrics=result_metrics(grid),
+                          open_later=True)
     try:  # from here on an interrupt or error removes the partial file (writer.abort below)
         # pieces made of whole storage chunks: no write straddles one (a straddled chunk goes
         # through zarr-python's read-modify-write path; every write of a 1e8-point run did)

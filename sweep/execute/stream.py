@@ -1,8 +1,10 @@
 """Stream chunks to a result file on a writer thread while the next chunk is computed.
 
-The run evaluates chunk k+1 into one buffer while the writer thread compresses and writes chunk k
-from the other: two buffers, reused for the whole run (no fresh memory, hence no page faults, per
-chunk), so memory stays within the run's budget. The writer thread is the only thread that touches
+The writer thread first creates the file (:meth:`ResultWriter.prepare
+<sweep.results.files.ResultWriter.prepare>`) while the first chunk is computed. The run then
+evaluates chunk k+1 into one buffer while the writer thread compresses and writes chunk k from the
+other: two buffers, reused for the whole run (no fresh memory, hence no page faults, per chunk),
+so memory stays within the run's budget. The writer thread is the only thread that touches
 the file while it runs (netCDF4/HDF5 is not thread-safe); the kernels release the GIL, and so do
 the compressors (zlib in HDF5, Blosc/Zstd in numcodecs), so both cores stay busy.
 
@@ -35,9 +37,6 @@ class ChunkStream:
         self.writer = writer
         self.gr = gr
         self._free: queue.Queue = queue.Queue()
-        for _ in range(max(1, n_buffers)):
-            self._free.put(populated_empty((len(METRICS), max(1, int(buffer_points))),
-                                           np.float32))
         self._todo: queue.Queue = queue.Queue()
         self._lent: np.ndarray | None = None
         self._stop = threading.Event()
@@ -47,7 +46,12 @@ class ChunkStream:
         self.write_seconds = 0.0  # the writer thread's busy time
         self.buffer_wait = 0.0    # the calling thread's time waiting for a free buffer
         self.finish_wait = 0.0    # ... and for the last writes
+        # the writer thread creates the file (a writer opened later) while the buffers are
+        # mapped here and the first chunk is computed
         self._thread.start()
+        for _ in range(max(1, n_buffers)):
+            self._free.put(populated_empty((len(METRICS), max(1, int(buffer_points))),
+                                           np.float32))
 
     # ---- calling thread
     def dest(self, c: Chunk) -> tuple[np.ndarray, int]:
@@ -96,6 +100,14 @@ class ChunkStream:
     # ---- writer thread
     def _work(self) -> None:
         int8: dict[str, np.ndarray] = {}
+        prepare = getattr(self.writer, "prepare", None)
+        if prepare is not None:
+            t0 = time.perf_counter()
+            try:
+                prepare()
+            except BaseException as exc:  # raised on the calling thread
+                self.error = exc
+            self.write_seconds += time.perf_counter() - t0
         while True:
             item = self._todo.get()
             if item is None:

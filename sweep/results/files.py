@@ -188,14 +188,18 @@ class ResultWriter:
     Storage chunks follow ``write_shape`` (the shape of the pieces written), so every write covers
     whole chunks: netCDF chunks are compressed and written during :meth:`write` (the HDF5 chunk
     cache, ``cache_bytes`` per variable, only has to hold partial writes), Zarr chunks go straight
-    to their files (:class:`ZarrChunks`).
+    to their files (:class:`ZarrChunks`). ``open_later``: the file is created by
+    :meth:`prepare` (or the first :meth:`write`) instead of here, so that a writer thread can
+    create it while the first chunk is computed (creating a Zarr store's 70-odd arrays takes
+    ~0.6 s).
     """
 
     def __init__(self, path: str | Path, template: xr.Dataset, dims: tuple[str, ...],
                  fmt: str | None = None, write_shape: tuple[int, ...] | None = None,
                  cache_bytes: int = 1 << 20, *, overwrite: bool = False,
                  before_publish: Callable[[], None] | None = None,
-                 compression: str | None = None, metrics: tuple[str, ...] | None = None) -> None:
+                 compression: str | None = None, metrics: tuple[str, ...] | None = None,
+                 open_later: bool = False) -> None:
         path, self.fmt = check_output(path, fmt, overwrite=overwrite)
         #: the metric variables of the file (default: all but the request-rate percentiles)
         self.metrics = BATCH_VARIABLES if metrics is None else tuple(metrics)
@@ -212,15 +216,26 @@ class ResultWriter:
         # zarr-python arrays, for writes not aligned to chunks
         self._zarr_arrays: dict[str, Any] | None = None
         self._pool: ThreadPoolExecutor | None = None  # encodes Zarr variables side by side
-        try:
-            with diagnose_write(self.atomic.tmp.parent):
-                if self.fmt == "netcdf":
-                    self._open_netcdf(template)
-                else:
-                    self._open_zarr(template)
-        except BaseException:
-            self.abort()
-            raise
+        #: the template of a file not created yet (``open_later``)
+        self._template: xr.Dataset | None = template
+        if not open_later:
+            try:
+                self.prepare()
+            except BaseException:
+                self.abort()
+                raise
+
+    def prepare(self) -> None:
+        """Create the file (its coordinates, attributes and empty metric variables), once; the
+        caller aborts the writer if this raises."""
+        if self._template is None:
+            return
+        template, self._template = self._template, None
+        with diagnose_write(self.atomic.tmp.parent):
+            if self.fmt == "netcdf":
+                self._open_netcdf(template)
+            else:
+                self._open_zarr(template)
 
     # ---- netCDF4 via the netCDF4 library (streamed region writes)
     def _open_netcdf(self, template: xr.Dataset) -> None:
@@ -269,10 +284,10 @@ class ResultWriter:
         ds = xr.Dataset(lazy, coords=template.coords, attrs=template.attrs)
         ds.to_zarr(self.atomic.tmp, mode="w", compute=False, encoding=enc, consolidated=True,
                    zarr_format=2)
-        self._zarr_coords = list(ds.coords)
         self._zarr = ZarrChunks(self.atomic.tmp, self.metrics)
 
     def write(self, region: tuple[slice, ...], arrays: dict[str, np.ndarray]) -> None:
+        self.prepare()
         nbytes = sum(a.nbytes for a in arrays.values())
         with diagnose_write(self.atomic.tmp.parent, nbytes):
             if self.fmt == "netcdf":
@@ -317,6 +332,7 @@ class ResultWriter:
         """Finish and publish the file under the target name."""
         if self.closed:
             return
+        self.prepare()
         self._zarr_arrays = None
         self._shutdown_pool()
         with diagnose_write(self.atomic.tmp.parent):
