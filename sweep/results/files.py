@@ -190,8 +190,8 @@ class ResultWriter:
     cache, ``cache_bytes`` per variable, only has to hold partial writes), Zarr chunks go straight
     to their files (:class:`ZarrChunks`). ``open_later``: the file is created by
     :meth:`prepare` (or the first :meth:`write`) instead of here, so that a writer thread can
-    create it while the first chunk is computed (creating a Zarr store's 70-odd arrays takes
-    ~0.6 s).
+    create it while the first chunk is computed (creating a Zarr store's ~70 arrays, metrics and
+    coordinates, takes ~0.6 s).
     """
 
     def __init__(self, path: str | Path, template: xr.Dataset, dims: tuple[str, ...],
