@@ -576,11 +576,9 @@ def busy(hw: dict, sz: dict, t_comp: float, t_attn: float, mem: dict,
     of ``seqs`` > 0 sequences on a device with ``spatial_layers`` runs the layer pipeline of
     section 7 first: the attention phase, per sequence, scales like the other per-sequence work.
     Returns (t_comp, mem, T)."""
-    t_kv = mem["t_kv"]
-    depth = sz["l_s"]
-    if hw["spatial_layers"] and depth > 1 and seqs > 0:
-        f = math.ceil(seqs / min(seqs, depth)) / seqs
-        t_attn, t_kv = depth * f * t_attn, depth * f * t_kv
+    # the attention phase through the same pipeline: per-sequence work only, no weights
+    t_attn, attn = layer_pipeline(hw, sz, t_attn, {"t_mem": mem["t_kv"], "t_weights": 0.0}, seqs)
+    t_kv = attn["t_mem"]
     t_comp, mem = layer_pipeline(hw, sz, t_comp, mem, seqs)
     return t_comp, mem, max(t_attn, t_kv) + max(t_comp - t_attn, mem["t_mem"] - t_kv)
 
