@@ -300,11 +300,13 @@ def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act
             p2 = prompt_iteration(geo, hw, md, px, pr, ly, mixed, max(conc - anchor - 1.0, 0.0),
                                   (anchor + 1.0) * s, context, 1.0, c_mean, c_win, kv_dev,
                                   act_dev, dec, d_dec)
+            step = p2[1] - p1[1]  # a prompt more in the iteration
         else:  # a further prompt takes a prompt iteration in place of a decode-only one
             p2 = (p1[0], 2.0 * p1[1] - t_dec, 2.0 * p1[2] - en_dec, 2.0 * p1[3] - fl_dec,
                   2.0 * p1[4] - tr_dec, 2.0 * p1[5] - pk_dec, p1[6])
+            step = (p1[1] - t_dec) / anchor  # a prompt of the full iteration's n_max
         code = p1[0] if p1[0] != 0 else p2[0]
-        t_mix = p1[1] - (anchor - 1.0) * (p2[1] - p1[1])  # an iteration of one prompt
+        t_mix = p1[1] - (anchor - 1.0) * step  # an iteration of one prompt
         t_after = p1[6]
         c_tok = s
     elif chunks:  # a prompt in k_p chunks of the budget: k_p - 1 full ones and the rest

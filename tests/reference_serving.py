@@ -310,10 +310,12 @@ def steady_state(hw: dict, md: dict, pr: dict, px: dict, ly: dict, conc: float, 
         p1, t_after = prompt_iteration(max(conc - anchor, 0.0), anchor * s, 1.0)
         if anchor + 1 <= n_max or (chunked and mixed):  # the rest rides the next mixed pass
             p2 = prompt_iteration(max(conc - anchor - 1, 0.0), (anchor + 1) * s, 1.0)[0]
+            step = p2["time"] - p1["time"]
         else:  # a further prompt takes a prompt iteration in place of a decode-only one
             p2 = {k: 2 * p1[k] - dec[k] for k in PARTS}
+            step = (p1["time"] - dec["time"]) / anchor  # one of the n_max prompts of a pass
         c_tok = s
-        t_mix = p1["time"] - (anchor - 1) * (p2["time"] - p1["time"])  # one prompt's iteration
+        t_mix = p1["time"] - (anchor - 1) * step  # one prompt's iteration
     elif chunks:
         p1 = prompt_iteration(d_mix, c_full, k_p)[0]
         p2, t_after = prompt_iteration(d_mix, s - (k_p - 1) * c_full, k_p)
