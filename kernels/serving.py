@@ -202,7 +202,7 @@ def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act
     iterations [s^2], energy [J], FLOPs, time at peak bandwidth and bytes per mean iteration on
     the busiest device, the decode step's bound and latency_cov, the budget's utilisation and
     the time a prompt holds the budget [s], 1 if the budget saturates (else 0), the
-    host-resident bytes)."""
+    host-resident bytes, the requests not waiting for the budget and their wait [s])."""
     s = context
     q_tok = hw[H_SPK] + 1.0  # tokens a decoding request puts in an iteration's budget
     tau = spec_tau(hw)
@@ -279,7 +279,7 @@ def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act
     dit = dec[0]
     if dit[0] != 0:
         return (dit[0], NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
-                NAN)
+                NAN, NAN, NAN)
     t_dec, en_dec, fl_dec, tr_dec, pk_dec = dec[1], dec[2], dec[3], dec[4], dec[5]
     # whole prompts beside the decodes: how many fit an iteration
     room1 = budget - (conc - 1.0) * q_tok if mixed else budget
@@ -326,19 +326,21 @@ def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act
         t_after = p1[6]
     if code != 0:
         return (code, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
-                NAN)
+                NAN, NAN, NAN)
 
     # ---- the budget as a server of prompts: the time one prompt holds it (13.4)
     room = budget - d_mix * q_tok if mixed else budget
     hold = s * t_mix / max(room, 1.0) if budget < math.inf else 0.0
     # ---- prompts that arrive together wait for the budget (closed loop, 13.2 step 6)
     wait = 0.0
+    c_eff = conc
     if collide and not saturated and conc > 1.0 and r_it > 0.0 and hold > 0.0:
         k_w = collision_wait(conc, r_it, k_p, t_mix, t_dec, hold)
         d = conc * r_it / (r_it + k_p + k_w)
         lam = d / r_it
         f_m = min(1.0, lam * k_p)
         wait = k_w * (f_m * t_mix + (1.0 - f_m) * t_dec)
+        c_eff = conc * (r_it + k_p) / (r_it + k_p + k_w)
 
     # ---- the mean iteration, the own iterations of a request and those it decodes in
     if whole:
@@ -386,7 +388,7 @@ def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act
                               dit[15], geo.t_ovh, dit[13], dit[6], dit[7])
     rho_b = requests * hold
     return (0, requests, ttft, tpot, t_mean, t_sq, energy, flops, peak_t, traffic, bound, cov,
-            rho_b, hold, 1.0 if saturated else 0.0, dit[16])
+            rho_b, hold, 1.0 if saturated else 0.0, dit[16], c_eff, wait)
 
 
 @scalar_jit
@@ -442,6 +444,13 @@ def continuous_point(geo, hw, md, px, pr, ly, batch, context, output_len, rate_m
     act_dev = act_fixed + g_all * logit_seq
     st = steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act_dev,
                       not rate_mode)
+    wait_b = 0.0
+    if st[0] == 0 and st[16] < conc:
+        # the requests that wait for the budget are not in the iterations: those run the steady
+        # state of the others (13.2 step 6), their memory stays reserved
+        wait_b = st[17]
+        st = steady_state(geo, hw, md, px, pr, ly, st[16], context, output_len, kv_dev, act_dev,
+                          False)
     if st[0] != 0 or c_max < 1.0:
         code = st[0] if st[0] != 0 else 9.0
         mem = geo.weights_dev + kv_dev + act_dev
@@ -503,8 +512,8 @@ def continuous_point(geo, hw, md, px, pr, ly, batch, context, output_len, rate_m
     elif conc < batch < math.inf:  # requests beyond the maximum concurrency wait for a slot
         wait = (batch - conc) / st[1]  # (batch = inf asks for the maximum load itself)
     (_, requests, ttft, tpot, t_mean, t_sq, energy, flops, peak_t, traffic, bound, cov, rho_b,
-     hold, saturated, host_total) = st
-    ttft += wait
+     hold, saturated, host_total, _, _) = st
+    ttft += wait + wait_b
     e2e = ttft + (output_len - 1.0) * tpot
     if rate_mode:
         extra = rate_waits(t_mean, t_sq, rho_b, hold, conc, c_max, e2e, 0.0)

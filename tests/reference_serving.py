@@ -209,16 +209,18 @@ def collision_wait(conc, r_it, k_p, t_mix, t_dec, hold) -> float:
 
 
 def steady_state(hw: dict, md: dict, pr: dict, px: dict, ly: dict, conc: float, context: float,
-                 output_len: float, collide: bool = True) -> dict:
+                 output_len: float, collide: bool = True, reserved: float | None = None) -> dict:
     """Section 13.2 at ``conc`` requests in flight (at most the maximum concurrency);
-    ``collide``: the closed loop's wait of prompts arriving together (step 6; not at a rate)."""
+    ``collide``: the closed loop's wait of prompts arriving together (step 6; not at a rate);
+    ``reserved``: the requests whose memory is held (``conc`` if None)."""
     s, o = context, output_len
     budget = hw["prefill_chunk"]
     chunked = hw["chunked_prefill"] != 0
     mixed = hw["mixed_batching"] != 0
     tau = tokens_per_round(hw)
     q = hw["spec_tokens"] + 1
-    sz, c_max = serving_sizes(hw, md, pr, ly, conc, context, output_len)
+    sz, c_max = serving_sizes(hw, md, pr, ly, conc if reserved is None else reserved, context,
+                              output_len)
     placement = place(hw, sz, ly)
     if placement["reason"] != FEASIBLE:
         return {"reason": placement["reason"], "sizes": sz, "c_max": c_max,
@@ -329,12 +331,14 @@ def steady_state(hw: dict, md: dict, pr: dict, px: dict, ly: dict, conc: float, 
     hold = s * t_mix / max(room, 1.0) if math.isfinite(budget) else 0.0
     # 6. prompts arriving together wait for the budget (closed loop only)
     wait = 0.0
+    c_eff = conc
     if collide and not saturated and conc > 1 and r_it > 0 and hold > 0:
         k_w = collision_wait(conc, r_it, k_p, t_mix, t_dec, hold)
         d = conc * r_it / (r_it + k_p + k_w)
         lam = d / r_it
         f_m = min(1.0, lam * k_p)
         wait = k_w * (f_m * t_mix + (1 - f_m) * t_dec)
+        c_eff = conc * (r_it + k_p) / (r_it + k_p + k_w)  # the requests not waiting
     # 5. per request: the mean iteration, a request's own iterations and those it decodes in
     others = lam * (conc - 1) / conc
     if whole:
@@ -376,7 +380,7 @@ def steady_state(hw: dict, md: dict, pr: dict, px: dict, ly: dict, conc: float, 
             "t_sq": t_sq, "decode": plain, "avg": avg,
             "rho_b": requests * hold, "hold": hold, "d": d, "f_m": f_m, "k_p": k_p,
             "t_mix": t_mix, "t_dec": t_dec, "saturated": saturated, "c_tok": c_tok,
-            "d_mix": d_mix, "mixed": mixed, "whole": whole}
+            "d_mix": d_mix, "mixed": mixed, "whole": whole, "c_eff": c_eff, "wait": wait}
 
 
 def poisson_weights(lam: float, n_max: float, shift: float,
@@ -507,6 +511,10 @@ def continuous_point(hw: dict, md: dict, px: dict, batch, context, output_len, p
     _, c_max = serving_sizes(hw, md, pr, ly, 1.0, context, output_len)
     conc = 1.0 if at_rate or c_max < 1 else min(batch, c_max)
     st = steady_state(hw, md, pr, px, ly, conc, context, output_len, not at_rate)
+    if st["reason"] == FEASIBLE and st["c_eff"] < conc:
+        # step 6: the iterations are those of the requests not waiting for the budget
+        st = {**steady_state(hw, md, pr, px, ly, st["c_eff"], context, output_len, False,
+                             reserved=conc), "wait_budget": st["wait"]}
     n_seq = batch if not at_rate and math.isfinite(batch) else conc
     x = admission_length(hw, context, output_len)
     out["min_devices"], extra["near_min_devices"] = _min_devices(hw, md, pr, n_seq, x, context)
@@ -538,7 +546,7 @@ def continuous_point(hw: dict, md: dict, px: dict, batch, context, output_len, p
     elif conc < batch < math.inf:
         wait = (batch - conc) / st["requests"]
 
-    ttft = st["ttft"] + wait
+    ttft = st["ttft"] + wait + st.get("wait_budget", 0.0)
     tpot = st["tpot"]
     e2e = ttft + (output_len - 1) * tpot
     if at_rate:
