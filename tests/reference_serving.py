@@ -182,6 +182,10 @@ def round_passes(hw, md, pr, px, ly, sz, placement, n_dec, c_mean, c_win,
 
 
 # ------------------------------------------------------------------------------ 13.2 steady state
+#: step 6: below this share of requests waiting, the steady state is not evaluated again
+RETIME_SHARE = 1e-4
+
+
 def collision_wait(conc, r_it, k_p, t_mix, t_dec, hold) -> float:
     """Section 13.2 step 6: the iterations ``k`` with ``k t_mean(k) = W(k)`` (bisection)."""
     def excess(k):
@@ -511,7 +515,7 @@ def continuous_point(hw: dict, md: dict, px: dict, batch, context, output_len, p
     _, c_max = serving_sizes(hw, md, pr, ly, 1.0, context, output_len)
     conc = 1.0 if at_rate or c_max < 1 else min(batch, c_max)
     st = steady_state(hw, md, pr, px, ly, conc, context, output_len, not at_rate)
-    if st["reason"] == FEASIBLE and st["c_eff"] < conc:
+    if st["reason"] == FEASIBLE and st["c_eff"] < conc * (1 - RETIME_SHARE):
         # step 6: the iterations are those of the requests not waiting for the budget
         st = {**steady_state(hw, md, pr, px, ly, st["c_eff"], context, output_len, False,
                              reserved=conc), "wait_budget": st["wait"]}
