@@ -196,6 +196,53 @@ def prompt_iteration(geo, hw, md, px, pr, ly, mixed, n_dec, c_tok, context, k_p,
             pre[4] + w * dm[4], pre[5] + w * dm[5], w * dm[1])
 
 
+@scalar_jit
+def further_prompt(geo, hw, md, px, pr, ly, mixed, chunked, conc, n, n_max, s, context, c_mean,
+                   c_win, kv_dev, act_dev, dec, d_dec, pn):
+    """The iteration of ``n + 1`` whole prompts (13.2 step 3') given ``pn``, that of ``n``: timed,
+    or where ``n + 1`` exceed what an iteration holds and the rest does not ride the next mixed
+    pass, a prompt iteration in place of a decode-only one (``t(n + 1) = 2 t(n) - t_dec``)."""
+    if n + 1.0 <= n_max or (chunked and mixed):
+        return prompt_iteration(geo, hw, md, px, pr, ly, mixed, max(conc - n - 1.0, 0.0),
+                                (n + 1.0) * s, context, 1.0, c_mean, c_win, kv_dev, act_dev,
+                                dec, d_dec)
+    return (pn[0], 2.0 * pn[1] - dec[1], 2.0 * pn[2] - dec[2], 2.0 * pn[3] - dec[3],
+            2.0 * pn[4] - dec[4], 2.0 * pn[5] - dec[5], pn[6])
+
+
+@scalar_jit
+def one_prompt(t_n, t_next, t_dec, n, n_max, rides):
+    """An iteration of one whole prompt, from those of ``n`` and ``n + 1`` (13.2 step 3'):
+    linear through them, or where the ``n + 1``-th takes an iteration of its own, with the slope
+    of the full iteration's prompts ``(t(n) - t_dec) / n``."""
+    if n + 1.0 <= n_max or rides:
+        return t_n - (n - 1.0) * (t_next - t_n)
+    return t_n - (n - 1.0) * (t_n - t_dec) / n
+
+
+@scalar_jit
+def whole_weights(lam, others, n_max, anchor, phi):
+    """Weights of (the decode iteration, t(n_a), t(n_a + 1), t(n_a + 2)) in the mean iteration and
+    in the one a decoding request sees, and of (t(n_a), t(n_a + 1), t(n_a + 2)) in a request's
+    own prompt iteration, for Poisson(``lam``) prompts per iteration (``others``: those of the
+    other requests) with the time linear through n_a and n_a + 1, blended by ``phi`` with the
+    pair one prompt up (13.2 step 3')."""
+    a0, a1, a2 = poisson_weights(lam, math.inf, 0.0, anchor)
+    s0, s1, s2 = poisson_weights(others, math.inf, 0.0, anchor)
+    oe = poisson_weights(others, n_max, 1.0, anchor)[2]
+    mean = (a0, (1.0 - phi) * (a1 - a2), (1.0 - phi) * a2, 0.0)
+    seen = (s0, (1.0 - phi) * (s1 - s2), (1.0 - phi) * s2, 0.0)
+    own = ((1.0 - phi) * (1.0 - oe), (1.0 - phi) * oe, 0.0)
+    if phi > 0.0:
+        b0, b1, b2 = poisson_weights(lam, math.inf, 0.0, anchor + 1.0)
+        r0, r1, r2 = poisson_weights(others, math.inf, 0.0, anchor + 1.0)
+        ob = poisson_weights(others, n_max, 1.0, anchor + 1.0)[2]
+        mean = (mean[0], mean[1], mean[2] + phi * (b1 - b2), phi * b2)
+        seen = (seen[0], seen[1], seen[2] + phi * (r1 - r2), phi * r2)
+        own = (own[0], own[1] + phi * (1.0 - ob), phi * ob)
+    return mean, seen, own
+
+
 @called_jit
 def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act_dev, collide):
     """The scheduler's steady state at ``conc`` requests in flight (at most the maximum
@@ -293,30 +340,36 @@ def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act
     chunks = (not whole and chunked and not saturated and f_m < 1.0 and k_p > 1.0
               and r_it > 0.0)
     anchor = 1.0
+    phi = 0.0  # the weight of the pair one prompt up (whole prompts)
     if whole:  # prompts per iteration ~ Poisson(lam) (13.2 step 3'): iterations of n prompts
-        # (beside conc - n decodes), linear in n through n_a = max(1, floor(lam)) and n_a + 1
+        # (beside conc - n decodes), linear in n through n_a = max(1, floor(lam)) and n_a + 1,
+        # blended with the pair (n_a + 1, n_a + 2) by the fraction of lam past n_a
         anchor = min(max(1.0, math.floor(lam)), n_max)
+        if lam > anchor and (anchor + 2.0 <= n_max or (chunked and mixed)):
+            phi = lam - anchor  # (not toward a pair whose upper count takes a pass of its own)
         p1 = prompt_iteration(geo, hw, md, px, pr, ly, mixed, max(conc - anchor, 0.0),
                               anchor * s, context, 1.0, c_mean, c_win, kv_dev, act_dev, dec,
                               d_dec)
-        if anchor + 1.0 <= n_max or (chunked and mixed):  # the rest rides the next pass
-            p2 = prompt_iteration(geo, hw, md, px, pr, ly, mixed, max(conc - anchor - 1.0, 0.0),
-                                  (anchor + 1.0) * s, context, 1.0, c_mean, c_win, kv_dev,
-                                  act_dev, dec, d_dec)
-            step = p2[1] - p1[1]  # a prompt more in the iteration
-        else:  # a further prompt takes a prompt iteration in place of a decode-only one
-            p2 = (p1[0], 2.0 * p1[1] - t_dec, 2.0 * p1[2] - en_dec, 2.0 * p1[3] - fl_dec,
-                  2.0 * p1[4] - tr_dec, 2.0 * p1[5] - pk_dec, p1[6])
-            step = (p1[1] - t_dec) / anchor  # a prompt of the full iteration's n_max
-        code = p1[0] if p1[0] != 0 else p2[0]
-        t_mix = p1[1] - (anchor - 1.0) * step  # an iteration of one prompt
+        p2 = further_prompt(geo, hw, md, px, pr, ly, mixed, chunked, conc, anchor, n_max, s,
+                            context, c_mean, c_win, kv_dev, act_dev, dec, d_dec, p1)
+        t_mix = one_prompt(p1[1], p2[1], t_dec, anchor, n_max, chunked and mixed)
         t_after = p1[6]
+        p3 = p2
+        if phi > 0.0:
+            p3 = further_prompt(geo, hw, md, px, pr, ly, mixed, chunked, conc, anchor + 1.0,
+                                n_max, s, context, c_mean, c_win, kv_dev, act_dev, dec, d_dec,
+                                p2)
+            t_mix = (1.0 - phi) * t_mix + phi * one_prompt(p2[1], p3[1], t_dec, anchor + 1.0,
+                                                          n_max, chunked and mixed)
+            t_after = (1.0 - phi) * t_after + phi * p2[6]
+        code = p1[0] if p1[0] != 0 else (p2[0] if p2[0] != 0 else p3[0])
         c_tok = s
     elif chunks:  # a prompt in k_p chunks of the budget: k_p - 1 full ones and the rest
         p1 = prompt_iteration(geo, hw, md, px, pr, ly, mixed, d_mix, c_full, context, k_p,
                               c_mean, c_win, kv_dev, act_dev, dec, d_dec)
         p2 = prompt_iteration(geo, hw, md, px, pr, ly, mixed, d_mix, s - (k_p - 1.0) * c_full,
                               context, k_p, c_mean, c_win, kv_dev, act_dev, dec, d_dec)
+        p3 = p2
         code = p1[0] if p1[0] != 0 else p2[0]
         t_mix = ((k_p - 1.0) * p1[1] + p2[1]) / k_p  # the mean of a prompt's iterations
         t_after = p2[6]
@@ -324,6 +377,7 @@ def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act
         p1 = prompt_iteration(geo, hw, md, px, pr, ly, mixed, d_mix, c_tok, context, k_p,
                               c_mean, c_win, kv_dev, act_dev, dec, d_dec)
         p2 = p1
+        p3 = p1
         code = p1[0]
         t_mix = p1[1]
         t_after = p1[6]
@@ -345,34 +399,37 @@ def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act
         wait = k_w * (f_m * t_mix + (1.0 - f_m) * t_dec)
         c_eff = conc * (r_it + k_p) / (r_it + k_p + k_w)
 
-    # ---- the mean iteration, the own iterations of a request and those it decodes in
+    # ---- the mean iteration, the own iterations of a request and those it decodes in: weights
+    # of the decode iteration and of p1, p2, p3
     if whole:
         # every iteration and those a request decodes in carry all the prompt tokens that
         # arrive (what one cannot take, a later one does: no cap); its own at most n_max
-        a0, a1, a2 = poisson_weights(lam, math.inf, 0.0, anchor)
-        f_m = a1
-        own_extra = poisson_weights(lam * (conc - 1.0) / conc, n_max, 1.0, anchor)[2]
-        s0, s1, s2 = poisson_weights(lam * (conc - 1.0) / conc, math.inf, 0.0, anchor)
+        others = lam * (conc - 1.0) / conc
+        w = whole_weights(lam, others, n_max, anchor, phi)
+        f_m = w[0][1] + w[0][2] + w[0][3]
+        c0, c1, c2, c3 = w[0]
+        s0, s1, s2, s3 = w[1]
+        o1, o2, o3 = w[2]
     else:
-        own_extra = 0.0
         if r_it > 0.0:
             f_seen = min(1.0, max(0.0, (f_m * (k_p + r_it) - k_p) / r_it))
         else:
             f_seen = 1.0
         last = 1.0 / k_p if chunks else 0.0  # the share of a prompt's iterations that is last
-        a0, a1, a2 = 1.0 - f_m, f_m, f_m * last
-        s0, s1, s2 = 1.0 - f_seen, f_seen, f_seen * last
-    t1, t2 = p1[1], p2[1]
-    t_mean = a0 * t_dec + a1 * t1 + a2 * (t2 - t1)
-    t_sq = a0 * t_dec * t_dec + a1 * t1 * t1 + a2 * (t2 * t2 - t1 * t1)
-    energy = a0 * en_dec + a1 * p1[2] + a2 * (p2[2] - p1[2])
-    flops = a0 * fl_dec + a1 * p1[3] + a2 * (p2[3] - p1[3])
-    traffic = a0 * tr_dec + a1 * p1[4] + a2 * (p2[4] - p1[4])
-    peak_t = a0 * pk_dec + a1 * p1[5] + a2 * (p2[5] - p1[5])
-    t_seen = s0 * t_dec + s1 * t1 + s2 * (t2 - t1)
+        c0, c1, c2, c3 = 1.0 - f_m, f_m * (1.0 - last), f_m * last, 0.0
+        s0, s1, s2, s3 = 1.0 - f_seen, f_seen * (1.0 - last), f_seen * last, 0.0
+        o1, o2, o3 = 1.0, 0.0, 0.0
+    t1, t2, t3 = p1[1], p2[1], p3[1]
+    t_mean = c0 * t_dec + c1 * t1 + c2 * t2 + c3 * t3
+    t_sq = c0 * t_dec * t_dec + c1 * t1 * t1 + c2 * t2 * t2 + c3 * t3 * t3
+    energy = c0 * en_dec + c1 * p1[2] + c2 * p2[2] + c3 * p3[2]
+    flops = c0 * fl_dec + c1 * p1[3] + c2 * p2[3] + c3 * p3[3]
+    traffic = c0 * tr_dec + c1 * p1[4] + c2 * p2[4] + c3 * p3[4]
+    peak_t = c0 * pk_dec + c1 * p1[5] + c2 * p2[5] + c3 * p3[5]
+    t_seen = s0 * t_dec + s1 * t1 + s2 * t2 + s3 * t3
     requests = lam / t_mean  # [1/s] per replica
     if whole:
-        ttft = t1 + own_extra * (t2 - t1)
+        ttft = o1 * t1 + o2 * t2 + o3 * t3
     elif chunks:
         # the full chunks leave no room; the last chunk's iteration also carries the prompts of
         # others that arrive with it where the budget leaves room, at their marginal time

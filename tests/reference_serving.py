@@ -310,18 +310,33 @@ def steady_state(hw: dict, md: dict, pr: dict, px: dict, ly: dict, conc: float, 
     # 3''. sparse chunked prompts: k_p - 1 chunks fill the budget, the last takes the rest
     c_full = min(s, room1)
     chunks = not whole and chunked and not saturated and f_m < 1 and k_p > 1 and r_it > 0
-    anchor = 1.0
+    rides = chunked and mixed  # prompts beyond an iteration's room ride the next pass
+
+    def pair(n):
+        """Iterations of n and n + 1 whole prompts (the latter a pass of its own in place of a
+        decode-only one when it exceeds n_max and does not ride), one prompt's iteration
+        through them, and the time after the prompts' first tokens."""
+        pn, after = prompt_iteration(max(conc - n, 0.0), n * s, 1.0)
+        if n + 1 <= n_max or rides:
+            pm = prompt_iteration(max(conc - n - 1, 0.0), (n + 1) * s, 1.0)[0]
+            slope = pm["time"] - pn["time"]
+        else:
+            pm = {k: 2 * pn[k] - dec[k] for k in PARTS}
+            slope = (pn["time"] - dec["time"]) / n  # one of the n_max prompts of a pass
+        return pn, pm, pn["time"] - (n - 1) * slope, after
+
+    anchor, phi = 1.0, 0.0
     if whole:  # iterations of n prompts beside conc - n decodes, linear through n_a, n_a + 1
         anchor = min(max(1, math.floor(lam)), n_max)
-        p1, t_after = prompt_iteration(max(conc - anchor, 0.0), anchor * s, 1.0)
-        if anchor + 1 <= n_max or (chunked and mixed):  # the rest rides the next mixed pass
-            p2 = prompt_iteration(max(conc - anchor - 1, 0.0), (anchor + 1) * s, 1.0)[0]
-            step = p2["time"] - p1["time"]
-        else:  # a further prompt takes a prompt iteration in place of a decode-only one
-            p2 = {k: 2 * p1[k] - dec[k] for k in PARTS}
-            step = (p1["time"] - dec["time"]) / anchor  # one of the n_max prompts of a pass
+        # blended with the pair one up by lam's fraction past n_a (not toward a pass of its own)
+        if lam > anchor and (anchor + 2 <= n_max or rides):
+            phi = lam - anchor
+        p1, p2, t_mix, t_after = pair(anchor)
+        if phi > 0:
+            _, p3, t_mix_b, after_b = pair(anchor + 1)
+            t_mix = (1 - phi) * t_mix + phi * t_mix_b
+            t_after = (1 - phi) * t_after + phi * after_b
         c_tok = s
-        t_mix = p1["time"] - (anchor - 1) * step  # one prompt's iteration
     elif chunks:
         p1 = prompt_iteration(d_mix, c_full, k_p)[0]
         p2, t_after = prompt_iteration(d_mix, s - (k_p - 1) * c_full, k_p)
@@ -345,25 +360,45 @@ def steady_state(hw: dict, md: dict, pr: dict, px: dict, ly: dict, conc: float, 
         c_eff = conc * (r_it + k_p) / (r_it + k_p + k_w)  # the requests not waiting
     # 5. per request: the mean iteration, a request's own iterations and those it decodes in
     others = lam * (conc - 1) / conc
-    if whole:
-        w = poisson_weights(lam, math.inf, 0, anchor)  # all prompt tokens, some later
-        f_m = w[1]
-        own_extra = poisson_weights(others, n_max, 1, anchor)[2]  # its own: at most n_max
-        ws = poisson_weights(others, math.inf, 0, anchor)
-    else:
-        own_extra = 0.0
-        f_s = min(1.0, max(0.0, (f_m * (k_p + r_it) - k_p) / r_it)) if r_it > 0 else 1.0
-        last = 1 / k_p if chunks else 0.0
-        w = (1 - f_m, f_m, f_m * last)
-        ws = (1 - f_s, f_s, f_s * last)
 
     def mixture(x0, x1, x2, weights):
         return weights[0] * x0 + weights[1] * x1 + weights[2] * (x2 - x1)
 
-    t_mean = mixture(t_dec, p1["time"], p2["time"], w)
+    def mixtures(n, q1, q2):
+        """Weights for a pair through n and n + 1 prompts (whole prompts: the Poisson count);
+        the mean iteration's parts, t^2, what a decoding request sees, and the own prompt's
+        iteration (whole prompts)."""
+        if whole:
+            w = poisson_weights(lam, math.inf, 0, n)  # all prompt tokens, some later
+            ws = poisson_weights(others, math.inf, 0, n)
+            own_extra = poisson_weights(others, n_max, 1, n)[2]  # its own: at most n_max
+        else:
+            f_s = min(1.0, max(0.0, (f_m * (k_p + r_it) - k_p) / r_it)) if r_it > 0 else 1.0
+            last = 1 / k_p if chunks else 0.0
+            w = (1 - f_m, f_m, f_m * last)
+            ws = (1 - f_s, f_s, f_s * last)
+            own_extra = 0.0
+        avg = {k: mixture(dec[k], q1[k], q2[k], w) for k in PARTS}
+        t_sq = (w[0] * t_dec ** 2 + w[1] * q1["time"] ** 2
+                + w[2] * (q2["time"] ** 2 - q1["time"] ** 2))
+        seen = mixture(t_dec, q1["time"], q2["time"], ws)
+        own = q1["time"] + own_extra * (q2["time"] - q1["time"])
+        return avg, t_sq, seen, own, w[1]
+
+    avg, t_sq, t_seen, own_it, f_a = mixtures(anchor, p1, p2)
+    if phi > 0:  # blend the results of the two pairs
+        avg_b, t_sq_b, seen_b, own_b, f_b = mixtures(anchor + 1, p2, p3)
+        avg = {k: (1 - phi) * avg[k] + phi * avg_b[k] for k in PARTS}
+        t_sq = (1 - phi) * t_sq + phi * t_sq_b
+        t_seen = (1 - phi) * t_seen + phi * seen_b
+        own_it = (1 - phi) * own_it + phi * own_b
+        f_a = (1 - phi) * f_a + phi * f_b
+    if whole:
+        f_m = f_a
+    t_mean = avg["time"]
     requests = lam / t_mean
     if whole:
-        ttft = p1["time"] + own_extra * (p2["time"] - p1["time"])
+        ttft = own_it
     elif chunks:  # the last chunk's iteration may carry others' prompts
         extra = min(others * s, max(room - (s - (k_p - 1) * c_full), 0.0))
         ttft = ((k_p - 1) * p1["time"] + p2["time"]
@@ -374,11 +409,7 @@ def steady_state(hw: dict, md: dict, pr: dict, px: dict, ly: dict, conc: float, 
     ttft += wait - t_after + hw["request_overhead"]
     if saturated and d > 0:
         ttft += max(0.0, (conc - d) * r_it / d - k_p) * t_mix
-    t_seen = mixture(t_dec, p1["time"], p2["time"], ws)
     tpot = (t_seen if r_it > 0 else t_dec) / tau
-    avg = {k: mixture(dec[k], p1[k], p2[k], w) for k in PARTS}
-    t_sq = (w[0] * t_dec ** 2 + w[1] * p1["time"] ** 2
-            + w[2] * (p2["time"] ** 2 - p1["time"] ** 2))
     return {"reason": FEASIBLE, "sizes": sz, "placement": placement, "c_max": c_max,
             "requests": requests, "ttft": ttft, "tpot": tpot, "t_mean": t_mean,
             "t_sq": t_sq, "decode": plain, "avg": avg,

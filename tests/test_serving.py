@@ -7,7 +7,7 @@ steady state must agree with it within the tolerances below on catalog devices, 
 engines drawn by hypothesis. Measured spread (docs/model.md section 13.3, ``python -m
 scripts.serving_check``) over 67 feasible points: throughput within 10% at every one (median
 0.5%, worst 4.7%), TPOT at all but one (median 0.2%, worst 21%: a 16-token output), TTFT within
-10% at 90% of them (median 0.5%, worst 159%: prompts that arrive together are averaged over in
+10% at 90% of them (median 0.6%, worst 159%: prompts that arrive together are averaged over in
 the model).
 """
 
@@ -189,14 +189,8 @@ def _ladder(e: str, s: int, o: int = 256) -> pd.DataFrame:
 
 #: a fine ladder of concurrencies (80 from 1 to 4,096) for the throughput's monotonicity
 FINE = np.unique(np.round(np.geomspace(1, 4096, 80)))
-#: series (engine, prompt, hardware, model) whose throughput still falls by more than 0.1%
-#: between neighbouring concurrencies of ``FINE`` (256 output tokens): whole prompts whose count
-#: per iteration is taken Poisson and the iteration time linear through the two counts around
-#: its mean (13.2 step 3'); where the mean crosses an integer the pair moves up and the mean
-#: iteration jumps (docs/model.md 13.3, "Known gaps")
-FINE_DIPS = {("sglang", 128, "mi300x", "llama-3.1-8b"): "-0.98% from 499 to 554 requests",
-             ("sglang", 128, "h100-sxm", "llama-3.1-8b"): "-0.20% from 499 to 554 requests"}
-#: a fall of the throughput smaller than this is taken as flat (relative)
+#: a fall of the throughput smaller than this is taken as flat (relative; the largest on the fine
+#: ladder is 1.2e-4, docs/model.md 13.3)
 FLAT = 1e-3
 
 
@@ -229,8 +223,7 @@ def test_ttft_below_the_static_batch_and_throughput_grows_with_concurrency(engin
 def test_throughput_does_not_fall_with_concurrency_on_a_fine_ladder():
     """Every combination x engine x prompt of 128, 2,048 and 8,192 tokens over 80
     concurrencies: the closed loop's throughput never falls as requests are added (a scheduler
-    could always leave the extra request waiting), except in the series of ``FINE_DIPS``, which
-    must still fall (a known gap of the approximation, not of the physics)."""
+    could always leave the extra request waiting)."""
     rows = [{"hardware": h, "model": m, "parallelism": lay, "precision": p, "engine": e,
              "batch": b, "context": s, "output_len": 256}
             for e in ENGINES for s in (128, 2048, 8192) for h, m, lay, p in COMBOS for b in FINE]
@@ -238,10 +231,10 @@ def test_throughput_does_not_fall_with_concurrency_on_a_fine_ladder():
     _, cont = _evaluate(df, MODE_CONTINUOUS)
     thr = cont[M["throughput"]].reshape(-1, len(FINE))
     fits = (cont[M["fits"]] == 1).reshape(-1, len(FINE))
+    assert (fits.sum(axis=1) >= 10).sum() >= 100  # of 120 series (some never fit)
     keys = df.iloc[::len(FINE)]
-    found = {(r.engine, r.context, r.hardware, r.model) for r in keys.iloc[_falls(thr, fits)]
-             .itertuples()}
-    assert found == set(FINE_DIPS), (found, set(FINE_DIPS))
+    falls = keys.iloc[_falls(thr, fits)]
+    assert falls.empty, falls[["engine", "context", "hardware", "model"]]
 
 
 def test_maximum_load_is_the_throughput_at_the_maximum_concurrency():
