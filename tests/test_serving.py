@@ -179,16 +179,18 @@ def test_one_request_is_the_static_batch_of_one():
     np.testing.assert_allclose(cont[M["ttft"], ok], stat[M["ttft"], ok], rtol=1e-6)
 
 
-def _ladder(e: str, s: int, o: int = 256) -> pd.DataFrame:
-    rows = [{"hardware": h, "model": m, "parallelism": lay, "precision": p, "engine": e,
-             "batch": b, "context": s, "output_len": o}
-            for h, m, lay, p in COMBOS for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024,
-                                                 2048)]
-    return _table(rows)
-
-
+#: the concurrencies of the ladder tests
+LADDER = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 #: a fine ladder of concurrencies (80 from 1 to 4,096) for the throughput's monotonicity
 FINE = np.unique(np.round(np.geomspace(1, 4096, 80)))
+
+
+def _ladder(e: str, s: int, o: int = 256, batches=LADDER) -> pd.DataFrame:
+    """Every combination of ``COMBOS`` at each of ``batches``, in that order."""
+    rows = [{"hardware": h, "model": m, "parallelism": lay, "precision": p, "engine": e,
+             "batch": b, "context": s, "output_len": o}
+            for h, m, lay, p in COMBOS for b in batches]
+    return _table(rows)
 #: a fall of the throughput smaller than this is taken as flat (relative; the largest on the fine
 #: ladder is 1.2e-4, docs/model.md 13.3)
 FLAT = 1e-3
@@ -224,10 +226,8 @@ def test_throughput_does_not_fall_with_concurrency_on_a_fine_ladder():
     """Every combination x engine x prompt of 128, 2,048 and 8,192 tokens over 80
     concurrencies: the closed loop's throughput never falls as requests are added (a scheduler
     could always leave the extra request waiting)."""
-    rows = [{"hardware": h, "model": m, "parallelism": lay, "precision": p, "engine": e,
-             "batch": b, "context": s, "output_len": 256}
-            for e in ENGINES for s in (128, 2048, 8192) for h, m, lay, p in COMBOS for b in FINE]
-    df = _table(rows)
+    df = pd.concat([_ladder(e, s, batches=FINE) for e in ENGINES for s in (128, 2048, 8192)],
+                   ignore_index=True)
     _, cont = _evaluate(df, MODE_CONTINUOUS)
     thr = cont[M["throughput"]].reshape(-1, len(FINE))
     fits = (cont[M["fits"]] == 1).reshape(-1, len(FINE))
