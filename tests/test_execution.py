@@ -366,7 +366,7 @@ def test_cli_prints_the_real_wall_time(tmp_path, capsys, monkeypatch):
     assert summ >= 0.3  # the summary's time is in the printed wall time
     assert total >= run + summ - 0.02
     assert "start-up" not in line  # main() called in this process: no process start-up to add
-    assert total <= elapsed
+    assert total <= elapsed + 0.005  # printed to 0.01 s: it may round up past the measured time
     # the parts add up to the whole (to the printing in between)
     setup = float(line.split("spec and tables")[1].split()[0])
     assert abs(total - (setup + run + summ)) < 0.05, line
