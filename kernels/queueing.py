@@ -3,7 +3,7 @@
 Numba scalar helpers inlined into :mod:`kernels.serving`: how many prompts an iteration holds
 when they arrive as a Poisson count (:func:`poisson_weights`), how long a prompt waits for the
 token budget behind prompts that arrive with it in a closed loop (:func:`collision_wait`,
-Kingman's G/D/1 wait), and the waits Poisson arrivals add at a request rate
+Kingman's G/D/1 wait in iterations), and the waits Poisson arrivals add at a request rate
 (:func:`rate_waits`: the residual iteration, the budget as an M/D/1 server, the slots as an
 M/D/c queue through Erlang C, :func:`erlang_c`, and their quantiles, :func:`tail_quantile`).
 
@@ -58,38 +58,38 @@ def poisson_weights(lam, n_max, shift, anchor):
 
 
 @scalar_jit
-def _collision_excess(k, conc, r_it, k_p, t_mix, t_dec, hold):
-    """``k t_mean(k) - W(k)`` of :func:`collision_wait`."""
-    d = conc * r_it / (r_it + k_p + k)
-    lam = d / r_it
-    f_m = min(1.0, lam * k_p)
-    t_mean = f_m * t_mix + (1.0 - f_m) * t_dec
+def _collision_excess(k, conc, r_it, k_p, work):
+    """``k - W(k)`` of :func:`collision_wait` [iterations]."""
+    lam = conc / (r_it + k_p + k)  # prompts started per iteration
     share = (conc - 1.0) / conc
-    rho = lam / t_mean * hold * share
-    w = share * rho * hold / (2.0 * (1.0 - rho)) if rho < 1.0 else math.inf
-    return k * t_mean - w
+    rho = share * lam * work
+    w = share * rho * work / (2.0 * (1.0 - rho)) if rho < 1.0 else math.inf
+    return k - w
 
 
 @scalar_jit
-def collision_wait(conc, r_it, k_p, t_mix, t_dec, hold):
+def collision_wait(conc, r_it, k_p, work):
     """Iterations ``k`` a prompt waits for the budget behind prompts that arrive with it
-    (model.md 13.2 step 6): Kingman's G/D/1 wait ``c_a^2 rho h / (2 (1 - rho))`` with the
-    utilisation the other ``conc - 1`` requests cause (the arrival theorem of closed networks)
-    and the arrivals' squared coefficient of variation ``c_a^2 = (C - 1) / C`` of a
-    superposition of ``C`` nearly periodic request cycles (0 for one request, Poisson in the
-    limit), with the decoding requests ``D = C R / (R + k_p + k)`` (waiting requests do not
-    decode): the root of ``k t_mean(k) = W(k)`` (the excess rises with ``k``: the wait falls),
+    (model.md 13.2 step 6), counted in iterations: in a closed loop a prompt arrives when a
+    request ends, at the end of an iteration whatever its length, so the budget is a server in
+    iteration time that a prompt holds ``work`` iterations (``h / t_mix``). The wait is
+    Kingman's G/D/1 ``c_a^2 rho work / (2 (1 - rho))`` with the utilisation
+    ``rho = lambda work`` that the other ``conc - 1`` requests cause (the arrival theorem of
+    closed networks) and the arrivals' squared coefficient of variation ``c_a^2 = (C - 1) / C``
+    of a superposition of ``C`` nearly periodic request cycles (0 for one request, Poisson in
+    the limit); waiting requests do not decode, so ``lambda = C / (R + k_p + k)`` prompts per
+    iteration: the root of ``k = W(k)`` (the excess rises with ``k``: the wait falls),
     bracketed by doubling and found by regula falsi with the Illinois step, falling back to a
     bisection step whenever the secant leaves the bracket or an end is infinite (``rho >= 1``)."""
-    g_lo = _collision_excess(0.0, conc, r_it, k_p, t_mix, t_dec, hold)
+    g_lo = _collision_excess(0.0, conc, r_it, k_p, work)
     if g_lo >= 0.0:
         return 0.0
     lo, hi = 0.0, 1.0
-    g_hi = _collision_excess(hi, conc, r_it, k_p, t_mix, t_dec, hold)
+    g_hi = _collision_excess(hi, conc, r_it, k_p, work)
     while g_hi < 0.0:
         lo, g_lo = hi, g_hi
         hi = 2.0 * hi
-        g_hi = _collision_excess(hi, conc, r_it, k_p, t_mix, t_dec, hold)
+        g_hi = _collision_excess(hi, conc, r_it, k_p, work)
     side = 0
     for _ in range(COLLISION_MAX_STEPS):
         if hi - lo <= COLLISION_RTOL * hi:
@@ -99,7 +99,7 @@ def collision_wait(conc, r_it, k_p, t_mix, t_dec, hold):
             sec = (lo * g_hi - hi * g_lo) / (g_hi - g_lo)
             if lo < sec < hi:
                 x = sec
-        g = _collision_excess(x, conc, r_it, k_p, t_mix, t_dec, hold)
+        g = _collision_excess(x, conc, r_it, k_p, work)
         if g == 0.0:
             return x
         if g < 0.0:

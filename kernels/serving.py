@@ -392,11 +392,11 @@ def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act
     wait = 0.0
     c_eff = conc
     if collide and not saturated and conc > 1.0 and r_it > 0.0 and hold > 0.0:
-        k_w = collision_wait(conc, r_it, k_p, t_mix, t_dec, hold)
+        k_w = collision_wait(conc, r_it, k_p, hold / t_mix)
         d = conc * r_it / (r_it + k_p + k_w)
         lam = d / r_it
         f_m = min(1.0, lam * k_p)
-        wait = k_w * (f_m * t_mix + (1.0 - f_m) * t_dec)
+        wait = k_w * t_mix  # the iterations it waits through carry the others' prompts
         c_eff = conc * (r_it + k_p) / (r_it + k_p + k_w)
 
     # ---- the mean iteration, the own iterations of a request and those it decodes in: weights

@@ -186,17 +186,15 @@ def round_passes(hw, md, pr, px, ly, sz, placement, n_dec, c_mean, c_win,
 RETIME_SHARE = 1e-4
 
 
-def collision_wait(conc, r_it, k_p, t_mix, t_dec, hold) -> float:
-    """Section 13.2 step 6: the iterations ``k`` with ``k t_mean(k) = W(k)`` (bisection)."""
+def collision_wait(conc, r_it, k_p, work) -> float:
+    """Section 13.2 step 6: the iterations ``k`` with ``k = W(k)`` (bisection), for a prompt
+    that holds the budget ``work`` iterations; prompts arrive at the ends of iterations."""
     def excess(k):
-        d = conc * r_it / (r_it + k_p + k)
-        lam = d / r_it
-        f_m = min(1.0, lam * k_p)
-        t_mean = f_m * t_mix + (1 - f_m) * t_dec
+        lam = conc / (r_it + k_p + k)  # prompts started per iteration
         share = (conc - 1) / conc  # the others' utilisation; also the arrivals' c_a^2
-        rho = lam / t_mean * hold * share
-        w = share * rho * hold / (2 * (1 - rho)) if rho < 1 else math.inf
-        return k * t_mean - w
+        rho = share * lam * work
+        w = share * rho * work / (2 * (1 - rho)) if rho < 1 else math.inf
+        return k - w
 
     if excess(0.0) >= 0:
         return 0.0
@@ -352,11 +350,11 @@ def steady_state(hw: dict, md: dict, pr: dict, px: dict, ly: dict, conc: float, 
     wait = 0.0
     c_eff = conc
     if collide and not saturated and conc > 1 and r_it > 0 and hold > 0:
-        k_w = collision_wait(conc, r_it, k_p, t_mix, t_dec, hold)
+        k_w = collision_wait(conc, r_it, k_p, hold / t_mix)
         d = conc * r_it / (r_it + k_p + k_w)
         lam = d / r_it
         f_m = min(1.0, lam * k_p)
-        wait = k_w * (f_m * t_mix + (1 - f_m) * t_dec)
+        wait = k_w * t_mix  # it waits through iterations that carry the others' prompts
         c_eff = conc * (r_it + k_p) / (r_it + k_p + k_w)  # the requests not waiting
     # 5. per request: the mean iteration, a request's own iterations and those it decodes in
     others = lam * (conc - 1) / conc

@@ -2,7 +2,7 @@
 root finder (safeguarded regula falsi, :func:`kernels.queueing.collision_wait`) against the plain
 bisection of the NumPy/Python reference (``tests/reference_serving.py``), and the root itself.
 
-The two solve the same equation ``k t_mean(k) = W(k)`` by different steps, so they agree to
+The two solve the same equation ``k = W(k)`` (iterations) by different steps, so they agree to
 the precision of the root (both bracket it to ~1e-15 of its size), not bit for bit; the
 results are stored as float32, whose resolution is ~6e-8.
 """
@@ -27,14 +27,12 @@ waits = st.fixed_dictionaries({
     "conc": st.floats(1.01, 4096.0),
     "r_it": st.floats(1.0, 20000.0),
     "k_p": st.integers(1, 64).map(float),
-    "t_dec": st.floats(1e-4, 0.5),
-    "mix": st.floats(1.0, 50.0),  # t_mix / t_dec
-    "hold": st.floats(1e-5, 5.0),
+    "work": st.floats(1e-3, 64.0),  # iterations a prompt holds the budget (h / t_mix)
 })
 
 
 def _args(w: dict) -> tuple[float, ...]:
-    return (w["conc"], w["r_it"], w["k_p"], w["mix"] * w["t_dec"], w["t_dec"], w["hold"])
+    return (w["conc"], w["r_it"], w["k_p"], w["work"])
 
 
 @given(waits)
@@ -61,4 +59,4 @@ def test_collision_wait_is_the_root(w):
 
 def test_collision_wait_without_collisions_is_zero():
     """One request in flight never waits behind another's prompt."""
-    assert collision_wait(1.0, 100.0, 1.0, 0.05, 0.01, 0.05) == 0.0
+    assert collision_wait(1.0, 100.0, 1.0, 1.0) == 0.0

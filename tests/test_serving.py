@@ -45,12 +45,13 @@ COMBOS = (("h100-sxm", "llama-3.1-8b", "tp1", "bf16"), ("h100-sxm", "llama-3.3-7
           ("h200-sxm", "llama-3.3-70b", "tp8", "fp8"), ("tpu-v6e", "llama-3.1-8b", "tp1", "bf16"))
 ENGINES = ("vllm", "trtllm", "sglang", "ideal", "native")
 #: agreement with the simulator (relative): TPOT and throughput at every point with outputs of
-#: 64 tokens or more (the issue's target, 10%); with 16-token outputs prompts dominate, arrive
-#: bunched, and an iteration's time is convex in its prompt tokens (the roofline's max), which
-#: the steady state's mean composition misses: hypothesis found throughput 23% above the
-#: simulation there (h100-sxm, llama-3.1-8b, vllm, 16 requests of 512 + 16 tokens)
+#: 64 tokens or more (the issue's target, 10%); with 16-token outputs prompts dominate and
+#: arrive bunched, and an iteration's time is convex in its prompt tokens (the roofline's max),
+#: which the steady state's mean composition misses: 150 draws with 16-token outputs (135
+#: feasible) reach 10.0% (throughput) and 9.6% (TPOT) since the collision wait is counted in
+#: iterations (13.2 step 6; hypothesis had found 23% before it)
 RTOL_TPOT = RTOL_THROUGHPUT = 0.10
-RTOL_SHORT = 0.30
+RTOL_SHORT = 0.15
 RTOL_TTFT = 0.10
 #: one wave of identical requests against the static batch: the simulator times each decode
 #: step at its real KV length, the static batch at the mean length (docs/model.md section 7)
@@ -153,15 +154,36 @@ def test_ttft_agrees_with_the_simulator_on_most_points():
     """TTFT depends on how prompts that arrive together queue for the budget, which the
     steady state averages (13.2 step 6) and the simulator plays out: over the fixed sample of
     docs/model.md section 13.3 (``scripts/serving_check.py``, seed 7, 80 draws) the median
-    error stays within 5% and three quarters within 10% (measured on its 67 feasible points:
-    median 0.6%, 90% within 10%, 96% within 25%; the worst are whole prompts as long as the
-    budget colliding)."""
+    error stays within 5%, 85% of the points within 10% and none beyond 30% (measured on its 67
+    feasible points: median 0.5%, 92.5% within 10%, worst 21.8%; with the wait counted in
+    seconds, before, whole prompts as long as the budget colliding reached 159%)."""
     from scripts.serving_check import compare
 
     errors = compare(7, 80)["ttft"].abs().to_numpy()
     assert len(errors) >= 48
     assert np.median(errors) <= 0.05, np.sort(errors)
-    assert (errors <= RTOL_TTFT).mean() >= 0.75, np.sort(errors)
+    assert (errors <= RTOL_TTFT).mean() >= 0.85, np.sort(errors)
+    assert errors.max() <= 0.30, np.sort(errors)
+
+
+@pytest.mark.parametrize("combo, engine, batch, context, output_len", [
+    (("b200", "mixtral-8x7b", "tp2", "fp8"), "trtllm", 32, 8192, 64),
+    (("h200-sxm", "llama-3.3-70b", "tp8", "fp8"), "native", 16, 8192, 256),
+    (("h100-sxm", "llama-3.3-70b", "tp4", "fp8"), "sglang", 4, 8192, 16)])
+def test_prompts_arrive_at_the_ends_of_iterations(combo, engine, batch, context, output_len):
+    """Whole prompts as long as the budget, each in a pass far longer than the decode step: in
+    a closed loop a prompt arrives only when an iteration ends, so the wait for the budget is
+    counted in iterations (13.2 step 6). TTFT within 10% of the simulator for three seeds (with
+    the wait counted in seconds, before, it came out +155%, +62% and +56% above it)."""
+    w = {"combo": combo, "engine": engine, "batch": batch, "context": context,
+         "output_len": output_len}
+    pt, out = _evaluate(_df(w), MODE_CONTINUOUS)
+    assert out[M["fits"], 0] == 1
+    hw, md, px, pr, ly = _rows(pt, 0)
+    for seed in (1, 2, 3):
+        sim = simulate(hw, md, px, pr, ly, batch, context, output_len, seed=seed,
+                       jitter=JITTER)
+        assert out[M["ttft"], 0] == pytest.approx(sim.ttft, rel=RTOL_TTFT), (seed, sim.ttft)
 
 
 def test_one_request_is_the_static_batch_of_one():
