@@ -41,6 +41,9 @@ HARDWARE = {
 }
 MODELS = {"LLaMA 3.1 70B": "llama-3.1-70b", "LLaMA 3.1 8B": "llama-3.1-8b"}
 RATE_RE = re.compile(r"QPS=([0-9.]+|INF)")
+#: requests per point ("All data in the table below was generated using version 0.14.0, with 500
+#: requests"): at an unlimited rate no more than these are ever in flight
+REQUESTS = 500
 POINT = ("hardware", "model", "tp", "input_len", "output_len", "batch_or_concurrency")
 
 
@@ -72,10 +75,12 @@ def convert(path: Path) -> Converted:
             f"{metrics['requests_per_s'][0]}, folded into this note); maximum over the rates "
             f"{fmt(max_rps[key[:5]])} req/s",
         ]
+        cap = None
         if rate_txt == "INF":
-            load, batch, rate = "max_load", "max", None
+            load, batch, rate, cap = "max_load", "max", None, REQUESTS
             notes.append(
-                "unlimited request rate: all 500 requests issued at once; the engine chose the concurrency"
+                f"unlimited request rate: all {REQUESTS} requests issued at once; the engine chose the "
+                f"concurrency, at most the {REQUESTS} requests (batch_cap)"
             )
         else:
             load, rate = "online", Decimal(rate_txt)
@@ -102,6 +107,7 @@ def convert(path: Path) -> Converted:
             load=load,
             batch=batch,
             request_rate=fmt(rate) if rate is not None else None,
+            batch_cap=cap,
             context=isl,
             output_len=osl,
             skip=base_skip,
