@@ -3,9 +3,10 @@
 Numba scalar helpers inlined into :mod:`kernels.serving`: how many prompts an iteration holds
 when they arrive as a Poisson count (:func:`poisson_weights`), how long a prompt waits for the
 token budget behind prompts that arrive with it in a closed loop (:func:`collision_wait`,
-Kingman's G/D/1 wait in iterations), and the waits Poisson arrivals add at a request rate
-(:func:`rate_waits`: the residual iteration, the budget as an M/D/1 server, the slots as an
-M/D/c queue through Erlang C, :func:`erlang_c`, and their quantiles, :func:`tail_quantile`).
+Kingman's G/D/1 wait in iterations) and behind a saturated budget (:func:`budget_wait`), and the
+waits Poisson arrivals add at a request rate (:func:`rate_waits`: the residual iteration, the
+budget as an M/D/1 server, the slots as an M/D/c queue through Erlang C, :func:`erlang_c`, and
+their quantiles, :func:`tail_quantile`).
 
 Units: times [s], rates [1/s], loads [Erlang]; counts are plain numbers.
 """
@@ -113,6 +114,21 @@ def collision_wait(conc, r_it, k_p, work):
                 g_lo *= 0.5
             side = 1
     return 0.5 * (lo + hi)
+
+
+@scalar_jit
+def budget_wait(conc, d, r_it, k_p, lam, t_mix, t_dec, hold, collide):
+    """Wait [s] for a saturated token budget (model.md 13.2 step 4): the backlog beyond what it
+    serves, ``(C - D) R / D - k_p`` iterations of ``t_mix``, and with ``collide`` at least the
+    collision wait of step 6 at the concurrency where the budget saturates, ``D (R + k_p) / R``
+    (at most ``C``), in iterations of one prompt as step 6 counts them (several whole prompts
+    per iteration: ``t_dec + (t_mix - t_dec) / lam``, linear in their count, step 3')."""
+    w = max(0.0, (conc - d) * r_it / d - k_p) * t_mix
+    c_s = min(conc, d * (r_it + k_p) / r_it) if r_it > 0.0 else conc
+    if collide and c_s > 1.0 and r_it > 0.0 and hold > 0.0:
+        t_w = t_dec + (t_mix - t_dec) / lam if k_p == 1.0 and lam > 1.0 else t_mix
+        w = max(w, collision_wait(c_s, r_it, k_p, hold / t_mix) * t_w)
+    return w
 
 
 @scalar_jit

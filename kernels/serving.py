@@ -32,7 +32,7 @@ import math
 from kernels.accelerate import called_jit, scalar_jit
 from kernels.metrics import decode_bound, max_sequences, store_metrics
 from kernels.power import activity_power
-from kernels.queueing import collision_wait, poisson_weights, rate_waits
+from kernels.queueing import budget_wait, collision_wait, poisson_weights, rate_waits
 from kernels.roofline import (
     H_BLK,
     H_CHP,
@@ -440,8 +440,8 @@ def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act
         own = min(s / k_p + lam * (conc - 1.0) / conc * s, max(room, s / k_p))
         ttft = k_p * (t_mix + max(t_mix - t_dec, 0.0) / c_tok * (own - c_tok))
     ttft += wait - t_after + hw[H_OVR]  # a prefill pass of its own ends a slot
-    if saturated and d > 0.0:
-        ttft += max(0.0, (conc - d) * r_it / d - k_p) * t_mix  # waiting for the budget
+    if saturated and d > 0.0:  # waiting for the budget (13.2 step 4)
+        ttft += budget_wait(conc, d, r_it, k_p, lam, t_mix, t_dec, hold, collide)
     tpot = (t_seen if r_it > 0.0 else t_dec) / tau
     # the decode step's diagnostics (model.md section 10)
     bound, cov = decode_bound(hw, dit[8], dit[9], dit[17], dit[10], dit[11], dit[12], dit[14],

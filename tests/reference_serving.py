@@ -406,7 +406,14 @@ def steady_state(hw: dict, md: dict, pr: dict, px: dict, ly: dict, conc: float, 
         ttft = k_p * (t_mix + max(t_mix - t_dec, 0.0) / c_tok * (own - c_tok))
     ttft += wait - t_after + hw["request_overhead"]
     if saturated and d > 0:
-        ttft += max(0.0, (conc - d) * r_it / d - k_p) * t_mix
+        # the backlog, and at least step 6's collision wait where the budget saturates, in
+        # one prompt's iterations (whole prompts: linear in their count)
+        w_q = max(0.0, (conc - d) * r_it / d - k_p) * t_mix
+        c_s = min(conc, d * (r_it + k_p) / r_it) if r_it > 0 else conc
+        if collide and c_s > 1 and r_it > 0 and hold > 0:
+            t_w = t_dec + (t_mix - t_dec) / lam if k_p == 1 and lam > 1 else t_mix
+            w_q = max(w_q, collision_wait(c_s, r_it, k_p, hold / t_mix) * t_w)
+        ttft += w_q
     tpot = (t_seen if r_it > 0 else t_dec) / tau
     return {"reason": FEASIBLE, "sizes": sz, "placement": placement, "c_max": c_max,
             "requests": requests, "ttft": ttft, "tpot": tpot, "t_mean": t_mean,

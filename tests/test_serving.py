@@ -259,6 +259,23 @@ def test_throughput_does_not_fall_with_concurrency_on_a_fine_ladder():
     assert falls.empty, falls[["engine", "context", "hardware", "model"]]
 
 
+def test_ttft_does_not_fall_where_the_budget_saturates():
+    """More requests in flight never shorten the mean TTFT: where the budget saturates (step
+    4) the wait is at least step 6's collision wait there, not the backlog alone, which is
+    about zero at the boundary (before: 1.27 s at 510 requests, 0.59 s at 515). SGLang (whole
+    prompts in passes of their own), H200 tp8 Llama-3.3-70B fp8, 4,096 + 256 tokens; at 515
+    requests within 10% of the DES (1.37-1.43 s for two seeds)."""
+    rows = [{"hardware": "h200-sxm", "model": "llama-3.3-70b", "parallelism": "tp8",
+             "precision": "fp8", "engine": "sglang", "batch": b, "context": 4096,
+             "output_len": 256} for b in (500, 510, 515, 530)]
+    pt, cont = _evaluate(_table(rows), MODE_CONTINUOUS)
+    assert (cont[M["fits"]] == 1).all()
+    assert np.all(np.diff(cont[M["ttft"]]) >= 0.0), cont[M["ttft"]]
+    hw, md, px, pr, ly = _rows(pt, 2)
+    sim = simulate(hw, md, px, pr, ly, 515, 4096, 256, seed=1, jitter=JITTER)
+    assert cont[M["ttft"], 2] == pytest.approx(sim.ttft, rel=RTOL_TTFT), sim.ttft
+
+
 def test_maximum_load_is_the_throughput_at_the_maximum_concurrency():
     df = _ladder("vllm", 1024)
     _, cont = _evaluate(df, MODE_CONTINUOUS)
