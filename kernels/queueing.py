@@ -124,8 +124,8 @@ def budget_wait(conc, d, r_it, k_p, lam, t_mix, t_dec, hold, collide):
     (at most ``C``), in iterations of one prompt as step 6 counts them (several whole prompts
     per iteration: ``t_dec + (t_mix - t_dec) / lam``, linear in their count, step 3')."""
     w = max(0.0, (conc - d) * r_it / d - k_p) * t_mix
-    c_s = min(conc, d * (r_it + k_p) / r_it) if r_it > 0.0 else conc
-    if collide and c_s > 1.0 and r_it > 0.0 and hold > 0.0:
+    c_s = min(conc, d * (r_it + k_p) / r_it) if r_it > 0.0 else 0.0  # no decode: no loop
+    if collide and c_s > 1.0 and hold > 0.0:
         t_w = t_dec + (t_mix - t_dec) / lam if k_p == 1.0 and lam > 1.0 else t_mix
         w = max(w, collision_wait(c_s, r_it, k_p, hold / t_mix) * t_w)
     return w

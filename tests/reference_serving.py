@@ -409,8 +409,8 @@ def steady_state(hw: dict, md: dict, pr: dict, px: dict, ly: dict, conc: float, 
         # the backlog, and at least step 6's collision wait where the budget saturates, in
         # one prompt's iterations (whole prompts: linear in their count)
         w_q = max(0.0, (conc - d) * r_it / d - k_p) * t_mix
-        c_s = min(conc, d * (r_it + k_p) / r_it) if r_it > 0 else conc
-        if collide and c_s > 1 and r_it > 0 and hold > 0:
+        c_s = min(conc, d * (r_it + k_p) / r_it) if r_it > 0 else 0.0  # no decode: no loop
+        if collide and c_s > 1 and hold > 0:
             t_w = t_dec + (t_mix - t_dec) / lam if k_p == 1 and lam > 1 else t_mix
             w_q = max(w_q, collision_wait(c_s, r_it, k_p, hold / t_mix) * t_w)
         ttft += w_q

@@ -6,9 +6,8 @@ real composition and starts the requests at random points of their life cycle; t
 steady state must agree with it within the tolerances below on catalog devices, models and
 engines drawn by hypothesis. Measured spread (docs/model.md section 13.3, ``python -m
 scripts.serving_check``) over 67 feasible points: throughput within 10% at every one (median
-0.5%, worst 4.7%), TPOT at all but one (median 0.2%, worst 21%: a 16-token output), TTFT within
-10% at 90% of them (median 0.6%, worst 159%: prompts that arrive together are averaged over in
-the model).
+0.5%, worst 4.7%), TPOT at every one (median 0.2%, worst 5.4%), TTFT within 10% at 92.5% of them
+(median 0.5%, worst 21.8%: prompts that arrive together are averaged over in the model).
 """
 
 from __future__ import annotations
@@ -213,6 +212,8 @@ def _ladder(e: str, s: int, o: int = 256, batches=LADDER) -> pd.DataFrame:
              "batch": b, "context": s, "output_len": o}
             for h, m, lay, p in COMBOS for b in batches]
     return _table(rows)
+
+
 #: a fall of the throughput smaller than this is taken as flat (relative; the largest on the fine
 #: ladder is 1.2e-4, docs/model.md 13.3)
 FLAT = 1e-3
