@@ -21,7 +21,7 @@ from kernels.roofline import (
     store_infeasible,
 )
 from kernels.serving import continuous_point
-from kernels.static import static_batch, static_point, static_prompt
+from kernels.static import Prompt, static_batch, static_point, static_prompt
 
 
 @scalar_jit
@@ -34,10 +34,11 @@ def stage_static(hw, md, px, batch, pr, ly, mode):
 
 @scalar_jit
 def stage_prompt(st, hw, md, px, pr, ly, batch, context, mode):
-    """A static batch's prefill (for continuous batching a one-token stand-in, unused)."""
-    static = mode == MODE_STATIC
-    return static_prompt(st, hw, md, px, pr, ly, batch if static else 1.0,
-                         context if static else 1.0)
+    """A static batch's prefill (for continuous batching a stand-in of the same type, unused:
+    the scheduler's iterations need the output length too)."""
+    if mode == MODE_STATIC:
+        return static_prompt(st, hw, md, px, pr, ly, batch, context)
+    return Prompt(0.0, 0.0, st.dec, 0.0, 0.0, 1.0)
 
 
 @scalar_jit

@@ -93,9 +93,9 @@ RATE_ITERATIONS = 60
 RATE_RTOL = 1e-10
 
 
-@called_jit
-def iteration(geo, hw, md, px, pr, ly, n_dec, q, c_tok, context, k_p, c_mean, c_win, kv_dev,
-              act_dev):
+@scalar_jit
+def _iteration(geo, hw, md, px, pr, ly, n_dec, q, c_tok, context, k_p, c_mean, c_win, kv_dev,
+               act_dev):
     """One iteration: ``n_dec`` decoding sequences verifying ``q`` tokens each and ``c_tok``
     prompt tokens (chunks of prompts of ``context`` tokens served in ``k_p`` iterations each) in
     one forward pass through the pipeline. Returns (reason code, iteration time [s], then per
@@ -146,31 +146,54 @@ def iteration(geo, hw, md, px, pr, ly, n_dec, q, c_tok, context, k_p, c_mean, c_
             t_comp, t_mem, ts, td, th, t_stage, p, rounds, host, top)
 
 
+@called_jit
+def iteration(geo, hw, md, px, pr, ly, n_dec, q, c_tok, context, k_p, c_mean, c_win, kv_dev,
+              act_dev):
+    """:func:`_iteration` without the diagnostics: (reason code, iteration time [s], energy [J],
+    FLOPs, bytes moved [B] and time at peak bandwidth [s], per iteration on the busiest
+    device). A small result keeps the callers' stack frames small (numba clears each call's
+    result slot)."""
+    v = _iteration(geo, hw, md, px, pr, ly, n_dec, q, c_tok, context, k_p, c_mean, c_win, kv_dev,
+                   act_dev)
+    return v[0], v[1], v[2], v[3], v[4], v[5]
+
+
+@called_jit
+def decode_step(geo, hw, md, px, pr, ly, n_dec, context, c_mean, c_win, kv_dev, act_dev):
+    """A plain decode step of ``n_dec`` requests: :func:`_iteration` with its diagnostics."""
+    return _iteration(geo, hw, md, px, pr, ly, n_dec, 1.0, 0.0, context, 1.0, c_mean, c_win,
+                      kv_dev, act_dev)
+
+
+@scalar_jit
+def spec_round(hw, plain, v):
+    """A speculative round from its plain decode step and its verification (both
+    :func:`iteration` tuples): the verification of k_s + 1 tokens per request plus k_s draft
+    steps of c_d plain decode steps. Returns the tuple of :func:`iteration` (the plain step's
+    code)."""
+    c = hw[H_SPK] * hw[H_SPC]  # k draft steps, each c_d of a plain step
+    return (plain[0], v[1] + c * plain[1], v[2] + c * plain[2], v[3] + c * plain[3],
+            v[4] + c * plain[4], v[5] + c * plain[5])
+
+
 @scalar_jit
 def round_passes(geo, hw, md, px, pr, ly, n_dec, c_tok, context, k_p, c_mean, c_win, kv_dev,
                  act_dev):
     """An iteration of ``n_dec`` decoding requests beside ``c_tok`` prompt tokens in one pass; where
-    the engine drafts (and requests decode), a speculative round: the verification of k_s + 1
-    tokens each plus k_s draft steps of c_d plain decode steps. Returns (the plain decode step's
-    :func:`iteration` tuple (diagnostics), then the round's time [s], energy [J], FLOPs,
-    bytes and time at peak bandwidth [s], all per iteration on the busiest device)."""
+    the engine drafts (and requests decode), a speculative round (:func:`spec_round`). Returns
+    the tuple of :func:`iteration`."""
     k = hw[H_SPK]
     if k > 0.0 and n_dec > 0.0:
         plain = iteration(geo, hw, md, px, pr, ly, n_dec, 1.0, 0.0, context, 1.0, c_mean, c_win,
                           kv_dev, act_dev)
         v = iteration(geo, hw, md, px, pr, ly, n_dec, k + 1.0, c_tok, context, k_p, c_mean,
                       c_win, kv_dev, act_dev)
-        c = k * hw[H_SPC]  # k draft steps, each c_d of a plain step
-        return (plain, v[1] + c * plain[1], v[2] + c * plain[2], v[3] + c * plain[3],
-                v[4] + c * plain[4], v[5] + c * plain[5])
-    # without a round: the iteration itself (its diagnostics are those of a plain decode step
-    # when it carries no prompt tokens, the only case callers read them)
-    v = iteration(geo, hw, md, px, pr, ly, n_dec, 1.0, c_tok, context, k_p, c_mean, c_win,
-                  kv_dev, act_dev)
-    return v, v[1], v[2], v[3], v[4], v[5]
+        return spec_round(hw, plain, v)
+    return iteration(geo, hw, md, px, pr, ly, n_dec, 1.0, c_tok, context, k_p, c_mean, c_win,
+                     kv_dev, act_dev)
 
 
-@scalar_jit
+@called_jit
 def prompt_iteration(geo, hw, md, px, pr, ly, mixed, n_dec, c_tok, context, k_p, c_mean, c_win,
                      kv_dev, act_dev, dec, d_dec):
     """An iteration that carries ``c_tok`` prompt tokens beside ``n_dec`` decoding requests:
@@ -180,7 +203,7 @@ def prompt_iteration(geo, hw, md, px, pr, ly, mixed, n_dec, c_tok, context, k_p,
     if mixed:
         v = round_passes(geo, hw, md, px, pr, ly, n_dec, c_tok, context, k_p, c_mean, c_win,
                          kv_dev, act_dev)
-        return v[0][0], v[1], v[2], v[3], v[4], v[5], 0.0
+        return v[0], v[1], v[2], v[3], v[4], v[5], 0.0
     pre = iteration(geo, hw, md, px, pr, ly, 0.0, 1.0, c_tok, context, k_p, c_mean, c_win,
                     kv_dev, act_dev)
     if n_dec <= 0.0:
@@ -324,9 +347,12 @@ def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act
     d_dec = conc if f_m < 1.0 or d <= 0.0 else d
 
     # ---- the iterations
-    dec = round_passes(geo, hw, md, px, pr, ly, d_dec, 0.0, context, 1.0, c_mean, c_win,
-                       kv_dev, act_dev)
-    dit = dec[0]
+    dit = decode_step(geo, hw, md, px, pr, ly, d_dec, context, c_mean, c_win, kv_dev, act_dev)
+    if hw[H_SPK] > 0.0:  # a speculative round (d_dec >= 1 here)
+        dec = spec_round(hw, dit, iteration(geo, hw, md, px, pr, ly, d_dec, q_tok, 0.0, context,
+                                            1.0, c_mean, c_win, kv_dev, act_dev))
+    else:
+        dec = (dit[0], dit[1], dit[2], dit[3], dit[4], dit[5])
     if dit[0] != 0:
         return (dit[0], NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
                 NAN, NAN, NAN)
