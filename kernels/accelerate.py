@@ -166,3 +166,29 @@ else:
     from numba.np.unsafe.ndarray import (  # type: ignore[assignment]  # noqa: F401
         to_fixed_tuple as fixed_tuple,
     )
+
+
+if numba_config.DISABLE_JIT:
+    def row_pointer(row):
+        """Pure-Python stand-in for :func:`row_pointer`: the row itself."""
+        return row
+else:
+    from numba.core import types as _types
+    from numba.extending import intrinsic as _intrinsic
+
+    @_intrinsic
+    def row_pointer(typingctx, row):
+        """The address of a contiguous float64 row as a typed pointer, indexed like the row
+        (``p[i]``). Called functions take it as one argument where a row converted to a tuple
+        would be spread over one argument per field (numba passes tuples element by element),
+        and unlike an array it carries no reference count to update at every call. The caller
+        keeps the row's array alive."""
+        if not (isinstance(row, _types.Array) and row.dtype == _types.float64 and row.ndim == 1
+                and row.layout == "C"):
+            return None
+        sig = _types.CPointer(_types.float64)(row)
+
+        def codegen(context, builder, signature, args):
+            return context.make_array(signature.args[0])(context, builder, args[0]).data
+
+        return sig, codegen

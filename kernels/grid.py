@@ -35,7 +35,7 @@ import time
 
 import numpy as np
 
-from kernels.accelerate import fixed_tuple, numba_config, serial_jit
+from kernels.accelerate import fixed_tuple, numba_config, row_pointer, serial_jit
 from kernels.params import (
     HW_FIELDS,
     LAYOUT_FIELDS,
@@ -67,8 +67,8 @@ def _static(hw_t, md_t, px_t, bt, pr_t, ly_t, mode):
 
 
 @serial_jit
-def _sweep(st, hw_t, md_t, px_t, pr_t, ly_t, bt, context, s0, s1, output_len, o0, o1, mode,
-           out, j0, step):
+def _sweep(st, hw_t, md_t, px_t, pr_t, ly_t, rows, bt, context, s0, s1, output_len, o0, o1,
+           mode, out, j0, step):
     """Points (context[s], output_len[o]) for s in [s0, s1), o in [o0, o1) of one compatible
     (platform, model, batch, precision, layout) whose static part is ``st``; the point (s, o) is
     stored at ``out[:, j0 + ((s - s0) * (o1 - o0) + o - o0) * step]``. The prefill part is
@@ -79,8 +79,8 @@ def _sweep(st, hw_t, md_t, px_t, pr_t, ly_t, bt, context, s0, s1, output_len, o0
         pt = stage_prompt(st, hw_t, md_t, px_t, pr_t, ly_t, bt, cs, mode)
         js = j0 + (s - s0) * n_o * step
         for o in range(o0, o1):
-            stage_point(st, pt, hw_t, md_t, px_t, pr_t, ly_t, bt, cs, output_len[o], mode,
-                        out, js + (o - o0) * step)
+            stage_point(st, pt, hw_t, md_t, px_t, pr_t, ly_t, rows, bt, cs, output_len[o],
+                        mode, out, js + (o - o0) * step)
 
 
 # ------------------------------------------------------------------------------ grid
@@ -100,7 +100,9 @@ def _grid_block(hw_h, md_m, px_h, bt, context, output_len, pr, ly, mode, out, ba
     n_pl = n_p * n_l
     zero = np.int64(0)
     # table rows as tuples: the physics reads them with constant indices, and values held in
-    # registers need no reload after every store to ``out`` (which row views might alias)
+    # registers need no reload after every store to ``out`` (which row views might alias); the
+    # scheduler's called (not inlined) functions take them as pointers (``rows``): a tuple
+    # argument is passed field by field, ~125 values per call
     hw_t = fixed_tuple(hw_h, N_HW)
     md_t = fixed_tuple(md_m, N_MD)
     for p in range(n_p):
@@ -115,8 +117,10 @@ def _grid_block(hw_h, md_m, px_h, bt, context, output_len, pr, ly, mode, out, ba
                     store_infeasible(out, j0 + so * n_pl, code)
                 continue
             st = _static(hw_t, md_t, px_t, bt, pr_t, ly_t, mode)
-            _sweep(st, hw_t, md_t, px_t, pr_t, ly_t, bt, context, zero, n_s, output_len, zero,
-                   n_o, mode, out, j0, n_pl)
+            rows = (row_pointer(hw_h), row_pointer(md_m), row_pointer(px_h[p]),
+                    row_pointer(pr[p]), row_pointer(ly[li]))
+            _sweep(st, hw_t, md_t, px_t, pr_t, ly_t, rows, bt, context, zero, n_s, output_len,
+                   zero, n_o, mode, out, j0, n_pl)
 
 
 @serial_jit
@@ -140,7 +144,7 @@ def _grid_range(hw, md, px, batch, context, output_len, pr, ly, mode, out, offse
 def _points_range(hw, md, px, pr, ly, hi, mi, pi, li, batch, context, output_len, mode,
                   out, start, stop):
     """Points ``start <= r < stop`` of a point list (row indices into the tables), stored at
-    ``out[:, r]``; the same stages, chained per point, as :func:`kernels.roofline.evaluate_point`."""
+    ``out[:, r]``; the same stages as the grid, chained per point."""
     one = np.int64(1)
     for r in range(start, stop):
         h = hi[r]
@@ -155,8 +159,10 @@ def _points_range(hw, md, px, pr, ly, hi, mi, pi, li, batch, context, output_len
             store_infeasible(out, r, code)
             continue
         st = _static(hw_t, md_t, px_t, bt, pr_t, ly_t, mode[r])
-        _sweep(st, hw_t, md_t, px_t, pr_t, ly_t, bt, context, r, r + one, output_len, r, r + one,
-               mode[r], out, r, one)
+        rows = (row_pointer(hw[h]), row_pointer(md[mi[r]]), row_pointer(px[h, pi[r]]),
+                row_pointer(pr[pi[r]]), row_pointer(ly[li[r]]))
+        _sweep(st, hw_t, md_t, px_t, pr_t, ly_t, rows, bt, context, r, r + one, output_len, r,
+               r + one, mode[r], out, r, one)
 
 
 # ------------------------------------------------------------------------------ compilation

@@ -17,7 +17,6 @@ from kernels.roofline import (
     M_CTX,
     R_CONTEXT,
     stage_geometry,
-    static_reason,
     store_infeasible,
 )
 from kernels.serving import continuous_point
@@ -42,32 +41,18 @@ def stage_prompt(st, hw, md, px, pr, ly, batch, context, mode):
 
 
 @scalar_jit
-def stage_point(st, pt, hw, md, px, pr, ly, batch, context, output_len, mode, out, j):
-    """Every metric of one compatible point, stored in ``out[:, j]``."""
+def stage_point(st, pt, hw, md, px, pr, ly, rows, batch, context, output_len, mode, out, j):
+    """Every metric of one compatible point, stored in ``out[:, j]``. ``hw`` ... ``ly`` are the
+    table rows as tuples (the static batch's physics, inlined here); ``rows`` the same rows as
+    pointers (:func:`kernels.accelerate.row_pointer`, in the order hw, md, px, pr, ly), which
+    the scheduler's called functions take instead: one argument each instead of one per
+    field."""
     if context + output_len > md[M_CTX]:
         store_infeasible(out, j, R_CONTEXT)
         return
     if mode == MODE_STATIC:
         static_point(st, pt, hw, md, px, pr, ly, batch, context, output_len, out, j)
     else:
-        continuous_point(st.geo, hw, md, px, pr, ly, batch, context, output_len,
-                         mode == MODE_RATE, out, j)
+        continuous_point(st.geo, rows[0], rows[1], rows[2], rows[3], rows[4], batch, context,
+                         output_len, mode == MODE_RATE, out, j)
 
-
-@scalar_jit
-def evaluate_point(hw, md, px, batch, context, output_len, pr, ly, mode, out, j):
-    """Evaluate every metric of one point and store them in ``out[:, j]`` (see params.METRICS).
-
-    hw, md, pr, ly : rows of the platform, model, precision and layout tables
-    px : the platform x precision row (peak and efficiencies of the precision's compute dtype)
-    batch, context, output_len : sequences (or requests/s in rate mode), prompt and generated
-    tokens
-    mode : the serving mode (params.MODE_STATIC, MODE_CONTINUOUS, MODE_RATE)
-    """
-    code = static_reason(hw, md, px, ly)
-    if code != 0:
-        store_infeasible(out, j, code)
-        return
-    st = stage_static(hw, md, px, batch, pr, ly, mode)
-    pt = stage_prompt(st, hw, md, px, pr, ly, batch, context, mode)
-    stage_point(st, pt, hw, md, px, pr, ly, batch, context, output_len, mode, out, j)

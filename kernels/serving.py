@@ -23,6 +23,11 @@ The iteration itself is one :func:`kernels.roofline.pass_fixed` forward pass (th
 static decode step and prefill, with both kinds of tokens). A request rate ``r`` is turned into
 the mean concurrency ``N`` that serves it (``X(N) = r``, Little's law) and the waits of Poisson
 arrivals are added by the queueing approximations of :func:`rate_waits`.
+
+The table rows ``hw``, ``md``, ``px``, ``pr`` and ``ly`` reach these functions as pointers
+(:func:`kernels.accelerate.row_pointer`), read with the same constant indices as the tuples of
+the static batch: numba passes a tuple argument field by field, and the scheduler calls several
+non-inlined functions per point.
 """
 
 from __future__ import annotations
