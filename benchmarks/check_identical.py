@@ -48,6 +48,18 @@ CASES = {
         "hypothetical": {"h100-fast": {"base": "h100-sxm",
                                        "hbm_bandwidth": ["4 TB/s", "8 TB/s"]}},
     },
+    # request rates (the steady state solved for the concurrency that serves each rate) and
+    # speculative decoding (groq-specdec's rounds), which the cases above do not reach
+    "rate-speculative": {
+        "hardware": ["h100-sxm", "mi300x", "gaudi3", "groq-lpu"],
+        "engine": ["native", "vllm", "groq-specdec"],
+        "model": ["llama-3.1-8b", "llama-3.3-70b", "mixtral-8x7b"],
+        "request_rate": [0.05, 0.3, 1, 3, 10, 30, 100],
+        "context": [128, 2048, 8192],
+        "output_len": [2, 16, 256, 2048],
+        "precision": ["bf16", "fp8"],
+        "parallelism": ["tp1", "tp2", "tp8", "ep8", "tp8-pp8", "tp8-pp16", "tp32-pp4"],
+    },
 }
 
 #: layouts in the default grids of 6417765 and of later trees: the random point table draws from
