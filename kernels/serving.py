@@ -20,9 +20,10 @@ loop: a finished request is replaced at once) the model takes the steady state o
   (other requests' prefill included); throughput = ``lam`` requests per mean iteration.
 
 The iteration itself (:mod:`kernels.iteration`) is one :func:`kernels.roofline.pass_fixed`
-forward pass (the physics of the static decode step and prefill, with both kinds of tokens). A request rate ``r`` is turned into
-the mean concurrency ``N`` that serves it (``X(N) = r``, Little's law) and the waits of Poisson
-arrivals are added by the queueing approximations of :func:`rate_waits`.
+forward pass (the physics of the static decode step and prefill, with both kinds of tokens). A
+request rate ``r`` is turned into the mean concurrency ``N`` that serves it (``X(N) = r``,
+Little's law) and the waits of Poisson arrivals are added by the queueing approximations of
+:func:`rate_waits`.
 
 The table rows ``hw``, ``md``, ``px``, ``pr`` and ``ly`` reach these functions as pointers
 (:func:`kernels.accelerate.row_pointer`), read with the same constant indices as the tuples of
