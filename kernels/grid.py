@@ -56,7 +56,7 @@ N_PX = len(PX_FIELDS)
 
 #: CPU seconds a cold compile of one entry point takes on the reference machine (2-core AMD EPYC
 #: VM, numba 0.68); only used for the one-line notice
-COMPILE_ESTIMATE_S = 20
+COMPILE_ESTIMATE_S = 75
 
 
 # ------------------------------------------------------------------------------ shared pieces
