@@ -197,14 +197,14 @@ def steady_state(geo, hw, md, px, pr, ly, conc, context, output_len, kv_dev, act
 
     # ---- the iterations
     dit = decode_step(geo, hw, md, px, pr, ly, d_dec, context, c_mean, c_win, kv_dev, act_dev)
-    if hw[H_SPK] > 0.0:  # a speculative round (d_dec >= 1 here)
+    if dit[0] != 0:
+        return (dit[0], NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
+                NAN, NAN, NAN)
+    if hw[H_SPK] > 0.0:  # a speculative round (d_dec >= 1 here), its plain step ``dit``
         dec = spec_round(hw, dit, iteration(geo, hw, md, px, pr, ly, d_dec, q_tok, 0.0, context,
                                             1.0, c_mean, c_win, kv_dev, act_dev))
     else:
         dec = (dit[0], dit[1], dit[2], dit[3], dit[4], dit[5])
-    if dit[0] != 0:
-        return (dit[0], NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
-                NAN, NAN, NAN)
     t_dec, en_dec, fl_dec, tr_dec, pk_dec = dec[1], dec[2], dec[3], dec[4], dec[5]
     # whole prompts beside the decodes: how many fit an iteration
     room1 = budget - (conc - 1.0) * q_tok if mixed else budget
