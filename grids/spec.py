@@ -12,6 +12,8 @@ A spec is a TOML file or the same structure as a dict. Top-level keys are the di
     precision   = ["bf16", "fp8", "w4a16"]
     parallelism = ["tp1", "tp4-ep2"]          # or { tp = [1, 2, 4], pp = [1], ep = [1], dp = [1] }
                                               # or "auto" / { auto = true, max_devices = 256 }
+    best_layout = "power"                     # keep only each point's best layout (a basis;
+                                              # true: the default basis); default: keep all
 
     calibration = "my-engines.toml"           # engine parameter overlay (default: the shipped)
 
@@ -73,8 +75,8 @@ DIMS = ("hardware", "engine", "model", "batch", "context", "output_len", "precis
 #: concurrency of ``batch`` requests per replica, or static batches of ``batch`` sequences
 BATCHING = ("continuous", "static")
 DEFAULT_BATCHING = "continuous"
-TOP_KEYS = (*DIMS, RATE_DIM, "batching", "workload", "efficiency", "hypothetical", "calibration",
-            "cost", "name", "description")
+TOP_KEYS = (*DIMS, RATE_DIM, "batching", "best_layout", "workload", "efficiency", "hypothetical",
+            "calibration", "cost", "name", "description")
 WORKLOAD_KEYS = {"prefill_chunk": "count", "output_len": "count", "context_scaling": "fraction"}
 MAX_POINTS_WARNING = 10**10
 #: the engine of the default grid: each device served by its vendor's reference stack
@@ -131,6 +133,10 @@ class GridSpec:
     batching: str = DEFAULT_BATCHING
     #: the grid's load axis holds request rates of the layout [1/s] (``batch`` holds them)
     at_rate: bool = False
+    #: keep only each point's best layout (highest throughput on this comparison basis, its
+    #: text form; "" = the default basis; sweep.analysis.basis reads it) instead of every
+    #: layout; None = keep every layout (the result has the parallelism dim)
+    best_layout: str | None = None
 
     def __post_init__(self) -> None:
         if not self.engines:
@@ -169,7 +175,19 @@ class GridSpec:
 
     @property
     def n_points(self) -> int:
+        """Points evaluated (every layout, also when only the best one is kept)."""
         return math.prod(self.shape)
+
+    @property
+    def keeps_best_layout(self) -> bool:
+        """The result keeps one layout per point (``best_layout``), not the parallelism dim."""
+        return self.best_layout is not None
+
+    @property
+    def result_shape(self) -> tuple[int, ...]:
+        """The kernel's dims as the result stores them: :attr:`shape`, without the layouts when
+        only the best one is kept."""
+        return self.shape[:-1] if self.keeps_best_layout else self.shape
 
     def to_toml(self) -> str:
         """The spec as TOML text (for provenance attributes)."""
@@ -308,6 +326,8 @@ def spec_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> GridSpe
                 problems.append(f"parallelism: layout {lay.display!r} suits none of the models: "
                                 f"{'; '.join(w[0] for w in why)}")
 
+    best = _best_layout(raw.get("best_layout", False), problems)
+
     chunk = workload.get("prefill_chunk", DEFAULT_PREFILL_CHUNK)
     bad = prefill_chunk_problem(chunk, "workload.prefill_chunk")
     if bad:
@@ -332,11 +352,27 @@ def spec_from_dict(raw: dict[str, Any], base_dir: Path | None = None) -> GridSpe
     spec = GridSpec(devices, models, batch, context, output_len, out_is_dim, precisions, layouts,
                     int(chunk), raw=dict(raw), name=str(raw.get("name", "")), engines=engines,
                     engine_overlay=overlay, cost=cost, context_scaling=float(scaling),
-                    batching=str(batching), at_rate=at_rate)
+                    batching=str(batching), at_rate=at_rate, best_layout=best)
     if spec.n_points > MAX_POINTS_WARNING:
         raise SpecError(f"grid spec: {spec.n_points:.3g} points is more than "
                         f"{MAX_POINTS_WARNING:.0e}; split the grid or narrow an axis")
     return spec
+
+
+def _best_layout(value: Any, problems: list[str]) -> str | None:
+    """``best_layout``: false (keep every layout), true (the best on the default basis) or a
+    basis such as ``"power"``, ``"device"``, ``"system:8"`` (its text is read by the run,
+    ``sweep.analysis.basis.parse_basis``)."""
+    if value is False:
+        return None
+    if value is True:
+        return ""
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    problems.append(f"best_layout: true (the best layout on the default basis, per kW), a "
+                    f"comparison basis such as 'power', 'device', 'system:8' or 'cost', or "
+                    f"false (keep every layout), got {value!r}")
+    return None
 
 
 def _any_engine_pads_heads(devices: list[hwcat.Device], engines: list[Any],

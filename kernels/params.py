@@ -106,10 +106,12 @@ M = {name: i for i, name in enumerate(METRICS)}
 BOUND_MEANINGS = ("compute", "sram", "dram", "host_link", "interconnect", "overhead")
 BOUND_INFEASIBLE = -1
 
-#: values of ``infeasible_reason`` (0 = feasible), docs/model.md section 2
+#: values of ``infeasible_reason`` (0 = feasible), docs/model.md section 2; the last one is not a
+#: kernel's: a result that keeps each point's best layout (spec key ``best_layout``) gives it
+#: where some layout fits but none is comparable on the basis (beyond its budget, unpriced)
 INFEASIBLE_MEANINGS = ("feasible", "engine_unsupported", "no_compute_dtype", "tp_heads",
                        "ep_experts", "pp_layers", "no_host_tier", "batch_cap", "context_window",
-                       "memory", "host_capacity", "saturated")
+                       "memory", "host_capacity", "saturated", "outside_basis")
 R = {name: i for i, name in enumerate(INFEASIBLE_MEANINGS)}
 
 

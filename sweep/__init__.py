@@ -17,6 +17,7 @@ from sweep import siblings as _siblings  # noqa: F401 - checks kernels and grids
 # isort: on
 from grids.errors import SpecError
 from sweep.analysis import accessor as _accessor  # registers the ds.sweep accessor
+from sweep.execute import grid as _grid
 from sweep.execute.local import run
 from sweep.execute.point import evaluate, evaluate_point
 from sweep.results.files import open_result as open
@@ -40,6 +41,16 @@ def _report_method(self, path="report.html", title: str | None = None):
     return report(self._ds, path, title)
 
 
+def _layout_keeper(spec):
+    """The run keeps each point's best layout (spec key ``best_layout``) with the analyses'
+    arithmetic (:class:`sweep.analysis.keep_layout.LayoutKeeper`, imported on first use); the
+    execute room does not import the analyses, the root connects the two."""
+    from sweep.analysis.keep_layout import LayoutKeeper
+
+    return LayoutKeeper(spec)
+
+
+_grid.KEEPER = _layout_keeper
 _report_method.__doc__ = report.__doc__
 _report_method.__name__ = "report"
 _accessor.SweepAccessor.report = _report_method  # ds.sweep.report(...)

@@ -6,6 +6,7 @@ a file, written to its region at once. A Dask cluster runs the same chunks: :mod
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,9 +16,8 @@ import numpy as np
 import xarray as xr
 
 from grids.errors import SpecError
-from grids.spec import GridSpec, load_spec
+from grids.spec import DIMS, GridSpec, load_spec
 from grids.units import format_quantity
-from kernels.params import METRICS
 from sweep.execute.grid import GridRun, RunStats, count_feasible
 from sweep.execute.memory import populated_empty
 from sweep.execute.plan import (
@@ -33,6 +33,12 @@ from sweep.execute.signals import abandon, checkpoint, guarded, mark_published
 from sweep.results.assemble import build_dataset, result_dims, result_metrics, template
 from sweep.results.files import COMPRESSIONS, ResultWriter, open_result
 from sweep.results.target import TargetLock, check_output
+from sweep.results.variables import KEPT_LAYOUT_DIM
+
+#: largest chunk [points] of an in-memory run that keeps each point's best layout: the scratch
+#: buffer the kernel writes into (120 B per point) is reused chunk after chunk, and the
+#: reduction reads it back while it is still in the last-level cache as far as it can
+KEPT_CHUNK_POINTS = 1 << 18
 
 #: ``summarise=`` of :func:`run_with_stats`: the result's template -> an observer of the chunks
 Summarise = Callable[[xr.Dataset], Any]
@@ -141,20 +147,34 @@ def _run(grid: GridSpec, budget: int, progress: bool, output, format, scheduler,
          compression=None, summarise: Summarise | None = None
          ) -> tuple[xr.Dataset | None, RunStats]:
     gr = GridRun(grid)
-    total = grid.n_points
+    total = math.prod(grid.result_shape)  # the result's points (each point's best layout kept)
     if output is None and total * BYTES_PER_POINT > budget:
+        what = " (the best layout of each)" if grid.keeps_best_layout else ""
         raise SpecError(
-            f"the grid has {total:,} points needing "
+            f"the grid has {total:,} points{what} needing "
             f"{format_quantity(total * BYTES_PER_POINT, 'bytes')} in memory, more than "
             f"max_memory={format_quantity(budget, 'bytes')}: pass output=<file> (CLI: -o) to "
             f"stream it to disk, or raise max_memory")
     if output is None:
-        return _run_in_memory(gr, plan_chunks(grid.shape, budget // (2 * BYTES_PER_POINT)),
+        points = budget // (2 * BYTES_PER_POINT)
+        if gr.keeper is not None:  # chunks go through a reused scratch buffer: keep it small
+            points = min(points, KEPT_CHUNK_POINTS)
+        return _run_in_memory(gr, plan_chunks(grid.shape, points),
                               progress)
     tmpl = template(grid, engines=gr.engines, costs=gr.costs)
-    plan = MemoryPlan.of(budget, grid.shape, summarise(tmpl) if summarise else None)
+    every = tmpl
+    if gr.keeper is not None:
+        tmpl.attrs.update(gr.keeper.attrs)
+        # the summary sees every layout of each chunk, also when the result keeps the best one
+        every = tmpl.rename({KEPT_LAYOUT_DIM: DIMS[-1]})
+    plan = MemoryPlan.of(budget, grid.shape, summarise(every) if summarise else None)
     if scheduler is not None:
         from sweep.execute.distributed import run_distributed
+
+        if grid.keeps_best_layout:
+            raise SpecError("best_layout is not available on a Dask cluster yet: run without "
+                            "scheduler=... (one machine streams the result to the file), or "
+                            "keep every layout and reduce with ds.sweep.best_layout")
 
         return run_distributed(gr, scheduler, output=output, fmt=format, plan=plan,
                                progress=progress, overwrite=overwrite, compression=compression,
@@ -169,7 +189,7 @@ def _run_in_memory(gr: GridRun, chunks: list, progress: bool) -> tuple[xr.Datase
     total = grid.n_points
     bar = Progress(total, enabled=progress)
     t0 = time.perf_counter()
-    full = populated_empty((len(METRICS), total), np.float32)
+    full = populated_empty((gr.rows, math.prod(grid.result_shape)), np.float32)
 
     def into_full(c):
         if not gr.is_contiguous(c):  # plan_chunks cuts contiguous runs of the storage order
@@ -182,16 +202,19 @@ def _run_in_memory(gr: GridRun, chunks: list, progress: bool) -> tuple[xr.Datase
             for c in chunks:
                 out = gr.evaluate(c)
                 checkpoint()
-                feasible += count_feasible(out)
+                feasible += count_feasible(gr.observed(out))
                 bar.update(c.size(grid.shape))
     finally:
         bar.close()
     kernel_s = time.perf_counter() - t0
-    ds = build_dataset(grid, full.reshape(len(METRICS), *grid.shape), engines=gr.engines,
+    ds = build_dataset(grid, full.reshape(gr.rows, *grid.result_shape), engines=gr.engines,
                        costs=gr.costs)
+    if gr.keeper is not None:
+        ds.attrs.update(gr.keeper.attrs)
     seconds = time.perf_counter() - t0
     return ds, RunStats(total, seconds, len(chunks), feasible=feasible,
-                        phases={"kernel": kernel_s, "assemble": seconds - kernel_s})
+                        phases={"kernel": kernel_s, "assemble": seconds - kernel_s},
+                        kept=gr.kept)
 
 
 def _run_to_file(gr: GridRun, tmpl: xr.Dataset, plan: MemoryPlan, progress: bool, output,
@@ -219,17 +242,20 @@ def _run_to_file(gr: GridRun, tmpl: xr.Dataset, plan: MemoryPlan, progress: bool
         # pieces made of whole storage chunks: no write straddles one (a straddled chunk goes
         # through zarr-python's read-modify-write path; every write of a 1e8-point run did)
         chunks = zarr_chunks(grid.shape, writer.chunks, plan.chunk_points)
-        stream = ChunkStream(writer, gr, max(c.size(grid.shape) for c in chunks),
+        stream = ChunkStream(writer, gr, max(c.size(grid.result_shape) for c in chunks),
                              n_buffers=min(2, len(chunks)))
+        feasible = 0  # counted here when the stream sees only each point's best layout
         with gr.writing_into(stream.dest):
             for c in chunks:
                 t1 = time.perf_counter()
                 out = gr.evaluate(c)
                 kernel_s += time.perf_counter() - t1
                 checkpoint()
+                if gr.keeper is not None:
+                    feasible += count_feasible(gr.observed(out))
                 if obs is not None:
                     t1 = time.perf_counter()
-                    gr.observe(obs, c, gr.metric_views(out, obs.reducer.variables),
+                    gr.observe(obs, c, gr.metric_views(gr.observed(out), obs.reducer.variables),
                                plan.block_points)
                     summary_s += time.perf_counter() - t1
                 stream.submit(c, out)
@@ -255,7 +281,9 @@ def _run_to_file(gr: GridRun, tmpl: xr.Dataset, plan: MemoryPlan, progress: bool
               "final_write_wait": stream.finish_wait, "writer_busy": stream.write_seconds}
     if obs is not None:
         phases["summary"] = summary_s
-    stats = RunStats(total, seconds, len(chunks), Path(output), stream.feasible, phases,
+    if gr.keeper is None:
+        feasible = stream.feasible
+    stats = RunStats(total, seconds, len(chunks), Path(output), feasible, phases,
                      summary=plan.observer, memory=plan,
-                     sizes={d: tmpl.sizes[d] for d in result_dims(grid)})
+                     sizes={d: tmpl.sizes[d] for d in result_dims(grid)}, kept=gr.kept)
     return None, stats

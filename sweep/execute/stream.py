@@ -22,7 +22,6 @@ import time
 
 import numpy as np
 
-from kernels.params import METRICS
 from sweep.execute.grid import GridRun, count_feasible
 from sweep.execute.memory import populated_empty
 from sweep.execute.plan import Chunk
@@ -50,7 +49,7 @@ class ChunkStream:
         # mapped here and the first chunk is computed
         self._thread.start()
         for _ in range(max(1, n_buffers)):
-            self._free.put(populated_empty((len(METRICS), max(1, int(buffer_points))),
+            self._free.put(populated_empty((gr.rows, max(1, int(buffer_points))),
                                            np.float32))
 
     # ---- calling thread
@@ -116,7 +115,8 @@ class ChunkStream:
             try:
                 if self.error is None and not self._stop.is_set():
                     t0 = time.perf_counter()
-                    self.feasible += count_feasible(out)
+                    if self.gr.keeper is None:  # else the run counts every layout's points
+                        self.feasible += count_feasible(out)
                     self.writer.write(self.gr.region(c), self.gr.chunk_arrays(c, out, int8))
                     self.write_seconds += time.perf_counter() - t0
             except BaseException as exc:  # raised on the calling thread

@@ -18,19 +18,34 @@ from grids.precisions import peak_table
 from grids.spec import DIMS, GridSpec
 from kernels.params import METRICS, RATE_METRICS
 from sweep.results.provenance import provenance
-from sweep.results.variables import COORDS, COORDS_2D, DIM_ATTRS, VARIABLES
+from sweep.results.variables import (
+    COORDS,
+    COORDS_2D,
+    DIM_ATTRS,
+    KEPT_LAYOUT_DIM,
+    LAYOUT_INDEX,
+    RESULT_VARIABLES,
+)
+
+#: the rows of a kernel output reduced to each point's best layout: the metrics, then the index
+#: of the layout kept (:mod:`sweep.execute.keep_layout`)
+KEPT_ROWS = (*METRICS, LAYOUT_INDEX.name)
 
 
 def result_dims(spec: GridSpec) -> tuple[str, ...]:
     """The dims of the result, in storage order (output_len only when it is a dim; the load axis
-    is ``batch`` or ``request_rate``)."""
+    is ``batch`` or ``request_rate``; no parallelism when only each point's best layout is
+    kept)."""
     return tuple(spec.load_dim if d == "batch" else d for d in DIMS
-                 if d != "output_len" or spec.output_len_is_dim)
+                 if (d != "output_len" or spec.output_len_is_dim)
+                 and (d != "parallelism" or not spec.keeps_best_layout))
 
 
 def result_metrics(spec: GridSpec) -> tuple[str, ...]:
-    """The metrics a result of ``spec`` carries: the latency percentiles only at request rates."""
-    return METRICS if spec.at_rate else tuple(m for m in METRICS if m not in RATE_METRICS)
+    """The variables a result of ``spec`` carries: the latency percentiles only at request
+    rates; ``layout_index`` when only each point's best layout is kept."""
+    out = METRICS if spec.at_rate else tuple(m for m in METRICS if m not in RATE_METRICS)
+    return (*out, LAYOUT_INDEX.name) if spec.keeps_best_layout else out
 
 
 def coordinate_values(spec: GridSpec, *, engines: list | None = None, costs: list | None = None
@@ -123,6 +138,11 @@ def coordinate_values(spec: GridSpec, *, engines: list | None = None, costs: lis
                          peak_table([d.peak_flops for d in devs], spec.precisions), {})
     for _, name, units, long_name in COORDS_2D:
         out[name][2].update({"long_name": long_name, **({"units": units} if units else {})})
+    if spec.keeps_best_layout:  # the layouts become the candidates of layout_index
+        out[KEPT_LAYOUT_DIM] = (KEPT_LAYOUT_DIM, out.pop("parallelism")[1],
+                                dict(DIM_ATTRS[KEPT_LAYOUT_DIM]))
+        out = {name: (KEPT_LAYOUT_DIM if dim == "parallelism" else dim, vals, attrs)
+               for name, (dim, vals, attrs) in out.items()}
     return out
 
 
@@ -152,28 +172,31 @@ def metric_arrays(out: np.ndarray, drop_output_len: bool = False,
                   int8_out: dict[str, np.ndarray] | None = None,
                   metrics: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
     """Kernel output (metrics first: a grid ``(N_METRICS, H, E, M, B, S, O, P, L)`` or any chunk of
-    it, or a point list ``(N_METRICS, n)``) as ``{metric: array}``: views of ``out``, with the flags
-    cast to the registry's int8 and, with ``drop_output_len``, the grid's ``output_len`` axis
-    dropped (when it is not a dim of the result).
+    it, or a point list ``(N_METRICS, n)``; or, reduced to each point's best layout, the rows
+    :data:`KEPT_ROWS` over ``(H, E, M, B, S, O, P)``) as ``{name: array}``: views of ``out``,
+    with the integer variables (flags, ``layout_index``) cast to the registry's dtype and, with
+    ``drop_output_len``, the grid's ``output_len`` axis dropped (when it is not a dim of the
+    result).
 
-    ``int8_out``: buffers for the int8 casts, ``{name: 1-D int8 array}``, grown when too small and
+    ``int8_out``: buffers for the integer casts, ``{name: 1-D array}``, grown when too small and
     reused call after call (a streamed run casts every chunk into the same memory).
     ``metrics``: the names to keep (default every metric but the request-rate percentiles)."""
     keep = tuple(m for m in METRICS if m not in RATE_METRICS) if metrics is None else metrics
     arrays = {}
-    for k, name in enumerate(METRICS):
+    for k, name in enumerate(KEPT_ROWS[:out.shape[0]]):
         if name not in keep:
             continue
         arr = out[k]
         if drop_output_len:
             arr = arr[:, :, :, :, :, 0]
-        if VARIABLES[name].dtype == "int8":
+        dtype = np.dtype(RESULT_VARIABLES[name].dtype)
+        if dtype.kind == "i":
             if int8_out is None:
-                arr = arr.astype(np.int8)
+                arr = arr.astype(dtype)
             else:
                 buf = int8_out.get(name)
                 if buf is None or buf.size < arr.size:
-                    buf = int8_out[name] = np.empty(arr.size, dtype=np.int8)
+                    buf = int8_out[name] = np.empty(arr.size, dtype=dtype)
                 view = buf[:arr.size].reshape(arr.shape)
                 np.copyto(view, arr, casting="unsafe")
                 arr = view
@@ -204,11 +227,12 @@ def template(spec: GridSpec, *, engines: list | None = None, costs: list | None 
 
 def build_dataset(spec: GridSpec, metrics: np.ndarray, attrs: dict | None = None, *,
                   engines: list | None = None, costs: list | None = None) -> xr.Dataset:
-    """In-memory Dataset from the kernel output ``(N_METRICS, H, E, M, B, S, O, P, L)``
+    """In-memory Dataset from the kernel output ``(N_METRICS, H, E, M, B, S, O, P, L)`` (or its
+    reduction to each point's best layout, :data:`KEPT_ROWS` over ``(H, E, M, B, S, O, P)``)
     (``engines``, ``costs``: see :func:`coordinate_values`)."""
     dims = result_dims(spec)
     _lazy_dask_probe()
-    data_vars = {name: xr.Variable(dims, arr, VARIABLES[name].attrs())
+    data_vars = {name: xr.Variable(dims, arr, RESULT_VARIABLES[name].attrs())
                  for name, arr in metric_arrays(metrics, not spec.output_len_is_dim,
                                                 metrics=result_metrics(spec)).items()}
     return xr.Dataset(data_vars, coords=coordinates(spec, engines=engines, costs=costs),

@@ -29,7 +29,7 @@ import xarray as xr
 
 from grids.errors import SpecError
 from sweep.results.target import RESULT_MARK, _Atomic, check_output, diagnose_write
-from sweep.results.variables import BATCH_VARIABLES, VARIABLES
+from sweep.results.variables import BATCH_VARIABLES, RESULT_VARIABLES
 
 if TYPE_CHECKING:
     import netCDF4
@@ -243,13 +243,13 @@ class ResultWriter:
 
         nc = netCDF4.Dataset(self.atomic.tmp, "w", format="NETCDF4")
         self._nc = nc
-        for d in self.dims:
-            nc.createDimension(d, template.sizes[d])
+        for d in template.sizes:  # the result's dims and any dim only coordinates have
+            nc.createDimension(str(d), template.sizes[d])
         for name, var in template.coords.items():
             _nc_put(nc, str(name), var)
         codec = netcdf_compression(self.compression)
         for name in self.metrics:
-            meta = VARIABLES[name]
+            meta = RESULT_VARIABLES[name]
             enc = meta.encoding(self.chunks)
             dtype = np.dtype(enc["dtype"])
             v = nc.createVariable(name, dtype, self.dims, **_fit_codec(codec, self.chunks, dtype),
@@ -264,6 +264,12 @@ class ResultWriter:
                 v.setncattr(k, val)
         for k, val in template.attrs.items():
             nc.setncattr(k, val)
+        # coordinates on dims no variable has (the layouts evaluated, when only each point's
+        # best one is kept): named in the global attribute xarray reads them back from
+        alone = [str(c) for c in template.coords if c not in template.dims
+                 and not set(template[c].dims) <= set(self.dims)]
+        if alone:
+            nc.setncattr("coordinates", " ".join(alone))
 
     # ---- Zarr: metadata via xarray, chunks by ZarrChunks
     def _open_zarr(self, template: xr.Dataset) -> None:
@@ -276,7 +282,7 @@ class ResultWriter:
         enc = {}
         compressor = zarr_compressor(self.compression)
         for name in self.metrics:
-            meta = VARIABLES[name]
+            meta = RESULT_VARIABLES[name]
             arr = da.zeros(self.shape, dtype=meta.dtype, chunks=self.shape)
             lazy[name] = xr.Variable(self.dims, arr, meta.attrs())
             enc[name] = {"chunks": self.chunks, "_FillValue": meta.encoding()["_FillValue"],
@@ -377,7 +383,7 @@ def write_dataset(ds: xr.Dataset, path: str | Path, fmt: str | None = None, *,
                   overwrite: bool = False, compression: str | None = None) -> Path:
     """Write an in-memory result Dataset atomically (same layout as the streamed writer)."""
     dims = tuple(str(d) for d in ds["ttft"].dims)
-    metrics = tuple(n for n in VARIABLES if n in ds.data_vars)
+    metrics = tuple(n for n in RESULT_VARIABLES if n in ds.data_vars)
     template = ds.drop_vars(list(metrics))
     writer = ResultWriter(path, template, dims, fmt, overwrite=overwrite, compression=compression,
                           metrics=metrics)

@@ -48,9 +48,9 @@ class Variable:
 
     def encoding(self, chunks: tuple[int, ...] | None = None) -> Encoding:
         enc: Encoding = {"zlib": True, "complevel": 1, "shuffle": True}
-        if self.dtype == "int8":  # no fill value: every flag value is meaningful
+        if self.dtype.startswith("int"):  # no fill value: every value is meaningful
             enc["_FillValue"] = None
-            enc["dtype"] = "int8"
+            enc["dtype"] = self.dtype
         else:
             enc["_FillValue"] = np.float32(np.nan)
             enc["dtype"] = "float32"
@@ -149,6 +149,19 @@ BATCH_VARIABLES = tuple(n for n in VARIABLES if n not in ONLY_AT_RATE)
 
 DIRECTION = {name: v.direction for name, v in VARIABLES.items()}
 
+#: the dim of the layouts evaluated in a result that keeps only each point's best one (spec key
+#: ``best_layout``): the candidates ``layout_index`` points into
+KEPT_LAYOUT_DIM = "layout"
+#: beside the metrics of such a result: which layout each point kept
+LAYOUT_INDEX = Variable(
+    "layout_index", "int16", "1", "index along the layout coordinate of the layout kept at the "
+    "point (-1: none is feasible on the basis)", "none",
+    "the layout with the highest throughput on the basis in the result's best_layout_basis "
+    "attribute, ties to the label that sorts first (as Dataset.sweep.best_layout); every metric "
+    "of the point is that layout's")
+#: every variable a result can hold: the metrics and ``layout_index``
+RESULT_VARIABLES: dict[str, Variable] = {**VARIABLES, LAYOUT_INDEX.name: LAYOUT_INDEX}
+
 #: per-dim coordinate variables written beside the dims: (dim, name, units, long_name)
 COORDS = (
     ("hardware", "hardware_name", "", "device name"),
@@ -220,6 +233,7 @@ DIM_ATTRS = {
     "output_len": {"units": "token", "long_name": "generated tokens per sequence"},
     "precision": {"long_name": "precision scheme"},
     "parallelism": {"long_name": "parallel layout"},
+    KEPT_LAYOUT_DIM: {"long_name": "parallel layouts evaluated (layout_index points into them)"},
 }
 
 
