@@ -37,6 +37,7 @@ import xarray as xr
 from grids.errors import SpecError, suggest
 from grids.units import parse_quantity
 from sweep.analysis.feasible import masked
+from sweep.analysis.kept import check_basis, is_kept, kept_devices
 
 KINDS = ("device", "system", "power", "cost", "replica")
 BOUNDARIES = ("system", "accelerator")
@@ -150,6 +151,9 @@ def _budget(kind: str, part: str, value) -> float:
 
 
 def layout_devices(ds: xr.Dataset) -> xr.DataArray:
+    """Devices of each layout (per point where the result kept only each point's best one)."""
+    if is_kept(ds):
+        return kept_devices(ds)
     if "devices" in ds.coords:
         return ds["devices"].astype(np.float64)
     raise SpecError("this result has no 'devices' coordinate of its layouts; a basis needs it "
@@ -239,6 +243,8 @@ def normalised(ds: xr.Dataset, metric: str, basis: Basis | str | None) -> xr.Dat
     the layout dim kept: throughputs normalised per unit or scaled to the budget's replicas,
     other metrics as they are (see the module docstring)."""
     basis = parse_basis(basis)
+    if is_kept(ds):
+        check_basis(ds, basis)
     da = masked(ds, metric).astype(np.float64)
     n = replicas(ds, basis)
     if metric in EXTENSIVE:

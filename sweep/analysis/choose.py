@@ -9,6 +9,7 @@ import xarray as xr
 from grids.errors import SpecError
 from sweep.analysis.basis import LAYOUT_DIM, Basis, layout_devices, normalised, parse_basis
 from sweep.analysis.feasible import masked
+from sweep.analysis.kept import is_kept, kept_labels, need_every_layout
 from sweep.analysis.select import index_labels, metric_direction, winner_index
 
 
@@ -21,8 +22,11 @@ def best_layout(ds: xr.Dataset, metric: str, basis: Basis | str | None = None,
     vals = normalised(ds, metric, basis)
     d = metric_direction(ds, metric, direction)
     if LAYOUT_DIM not in vals.dims:
-        label = str(ds[LAYOUT_DIM].values) if LAYOUT_DIM in ds.coords else ""
-        lay = xr.full_like(vals, label, dtype=object).where(vals.notnull(), "")
+        if is_kept(ds):  # each point's layout is the one the run kept
+            lay = kept_labels(ds).broadcast_like(vals).where(vals.notnull(), "")
+        else:
+            label = str(ds[LAYOUT_DIM].values) if LAYOUT_DIM in ds.coords else ""
+            lay = xr.full_like(vals, label, dtype=object).where(vals.notnull(), "")
         return xr.Dataset({"value": vals, "layout": lay}, attrs={"basis": basis.label})
     idx = winner_index(vals, LAYOUT_DIM, d)
     best = vals.max(LAYOUT_DIM, keep_attrs=True) if d == "max" else vals.min(LAYOUT_DIM,
@@ -40,6 +44,8 @@ def fewest_devices(ds: xr.Dataset, metric: str = "throughput",
     the family it is chosen from, grids/auto_layouts.py): ``layout`` (its label, ``""`` where
     none fits), ``devices`` (NaN there) and ``value`` (``metric`` at it, grid values). Among
     layouts of equally few devices the best ``metric`` wins, then the label that sorts first."""
+    if is_kept(ds):
+        raise need_every_layout(ds, "fewest_devices")
     if LAYOUT_DIM not in ds.dims:
         raise SpecError("fewest_devices needs the parallelism dim (several layouts to choose "
                         "from); keep it, e.g. ds.sel(parallelism=[...])")

@@ -23,6 +23,7 @@ import pandas as pd
 import xarray as xr
 
 from grids.errors import SpecError
+from sweep.analysis.kept import is_kept, need_every_layout
 from sweep.analysis.select import as_dims
 
 #: what the fleet is sized by, and the column that holds it
@@ -90,6 +91,8 @@ def fleet(ds: xr.Dataset, rate: float, ttft: float | None = None, tpot: float | 
     (``attrs["unpriced"]``).
     """
     key, ttft, tpot = fleet_arguments(rate, ttft, tpot, by, percentile)
+    if is_kept(ds):  # it sizes fleets from each layout's devices and replicas
+        raise need_every_layout(ds, "fleet")
     if "hardware" not in ds.dims:
         raise SpecError("fleet compares device types: the result needs a hardware dim (select "
                         "other dims away, keep hardware)")

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 
 import numpy as np
@@ -18,6 +19,7 @@ import xarray as xr
 from grids.errors import SpecError
 from sweep.analysis import core as an
 from sweep.analysis.basis import EXTENSIVE, normalised, parse_basis
+from sweep.analysis.kept import is_kept, kept_labels
 from sweep.analysis.select import as_dims, masked
 
 #: the ``per`` shorthands of :func:`goodput` and the basis each means
@@ -68,6 +70,14 @@ def goodput(ds: xr.Dataset, ttft: float | None = None, tpot: float | None = None
     b = per_basis(per)
     if over == GOODPUT_OVER and "request_rate" in ds.dims:  # a result over arrival rates
         over = ("request_rate", "parallelism")
+    kept = is_kept(ds) and over in (GOODPUT_OVER, ("request_rate", "parallelism"))
+    if kept:  # each point has its layout already (spec key best_layout): reported below
+        over = tuple(d for d in over if d != "parallelism")
+        warnings.warn("this result kept one layout per point, the best throughput without "
+                      "latency targets (spec key best_layout); where it misses a target, a "
+                      "layout it dropped may meet it, so this goodput is a lower bound (run "
+                      "the grid without best_layout for the exact one)", UserWarning,
+                      stacklevel=2)
     dims = as_dims(ds, over, "over", allow_scalar=True)
     vals = normalised(ds, metric, b)
     if percentile is not None and percentile not in ("p50", "p90", "p99"):
@@ -102,6 +112,12 @@ def goodput(ds: xr.Dataset, ttft: float | None = None, tpot: float | None = None
         else:
             col = np.where(found, labels[p].astype(object), "")
         out[d] = xr.DataArray(col, dims=rest, attrs={"long_name": f"{d} that achieves it"})
+    if kept:
+        lab = kept_labels(ds).broadcast_like(vals).transpose(*rest, *dims)
+        lf = np.asarray(lab.values, dtype=object).reshape(*shape, -1)
+        at = np.take_along_axis(lf, safe[..., None], -1)[..., 0]
+        out["parallelism"] = xr.DataArray(np.where(found, at, ""), dims=rest, attrs={
+            "long_name": "parallelism that achieves it (the layout the result kept)"})
     for name in dict.fromkeys(("ttft", first, "tpot")):
         if name in ds.data_vars:
             m = masked(ds, name).transpose(*rest, *dims)

@@ -8,6 +8,7 @@ import xarray as xr
 
 from grids.errors import SpecError
 from sweep.analysis import core as an
+from sweep.analysis.kept import is_kept, need_every_layout
 from sweep.analysis.select import masked
 
 
@@ -65,6 +66,8 @@ def strategy_table(ds: xr.Dataset) -> xr.Dataset:
     for the per-token latency standard deviation ``latency_cov x tpot``, ``ep_vs_tp_tpot`` and
     ``ep_vs_tp_throughput_per_device`` geometric means of the EP/TP ratios.
     """
+    if is_kept(ds):
+        raise need_every_layout(ds, "strategies")
     if "parallelism" not in ds.coords:
         raise SpecError("strategies need a parallelism coordinate")
     if "parallelism" not in ds.dims:

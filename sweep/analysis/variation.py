@@ -14,6 +14,7 @@ from grids.errors import SpecError
 from sweep.analysis import core as an
 from sweep.analysis.basis import DEFAULT_BASIS, parse_basis
 from sweep.analysis.choose import best_layout
+from sweep.analysis.kept import is_kept, kept_labels
 from sweep.analysis.select import (
     apply_core,
     candidates,
@@ -249,6 +250,10 @@ def max_variation(ds: xr.Dataset, metric: str, over: str = "hardware",
                 pick = (v == (v.max(rest_red) if d == "max" else v.min(rest_red)))
                 lay = lay.where(pick, drop=True).stack(_r=rest_red).isel(_r=0)
             layouts[key] = str(lay.values)
+    elif is_kept(ds) and not red:  # the layouts the run kept at that point
+        at = ds.sel({k: v for k, v in where.items() if k in ds.dims})
+        for key, label in (("best_layout", best), ("worst_layout", worst)):
+            layouts[key] = str(kept_labels(at.sel({over: label})).values)
     return describe(found, metric=metric, over=over, best_over=red,
                     basis=b.label if b else "grid values (no basis)", where=where,
                     best=best, worst=worst, units=units, **layouts,

@@ -13,6 +13,7 @@ import importlib
 import os
 import signal
 import sys
+import warnings
 from typing import NoReturn
 
 from grids.errors import SpecError
@@ -53,9 +54,22 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+_SHOWN: set[str] = set()
+
+
+def _note(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as one line on stderr, each text once per command."""
+    text = str(message)
+    if text not in _SHOWN:
+        _SHOWN.add(text)
+        sys.stderr.write(f"sweep: warning: {text}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    previous = warnings.showwarning
+    warnings.showwarning = _note  # the analyses' warnings as one line each
     try:
         code = args.func(args)
     except SpecError as exc:
@@ -87,4 +101,6 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"sweep: unexpected error{after}: {type(exc).__name__}: {exc}\n"
                          f"(run with SWEEP_DEBUG=1 for a traceback and please report it)\n")
         code = EXIT_ERROR
+    finally:
+        warnings.showwarning = previous
     return code

@@ -8,7 +8,14 @@ import argparse
 
 from kernels.params import BOUND_MEANINGS, INFEASIBLE_MEANINGS
 from sweep.analysis.basis import DEFAULT_BASIS, KINDS
-from sweep.results.variables import COORDS, COORDS_2D, DIM_ATTRS, VARIABLES
+from sweep.results.variables import (
+    COORDS,
+    COORDS_2D,
+    DIM_ATTRS,
+    KEPT_LAYOUT_DIM,
+    LAYOUT_INDEX,
+    VARIABLES,
+)
 
 GLOSSARY_HEADER = """# Glossary
 
@@ -44,6 +51,12 @@ def glossary_markdown() -> str:
     for v in VARIABLES.values():
         out.append(f"| `{v.name}` | {v.units} | {DIRECTION_TEXT[v.direction]} | "
                    f"{_cell(v.long_name)} | {_cell(v.description) or '-'} |")
+    v = LAYOUT_INDEX
+    out += ["", f"Beside the metrics of a result that keeps only each point's best layout (spec "
+            f"key `best_layout`; its dims lack `parallelism`, and the layouts evaluated are the "
+            f"`{KEPT_LAYOUT_DIM}` coordinate, with their degrees and `devices` along it):", "",
+            "| variable | units | meaning | definition |", "|---|---|---|---|",
+            f"| `{v.name}` | {v.units} | {_cell(v.long_name)} | {_cell(v.description)} |"]
     out += ["", "## Coordinates", "", "Per-dim values written beside the dims.", "",
             "| coordinate | along | units | meaning |", "|---|---|---|---|"]
     for dim, name, units, long_name in COORDS:

@@ -7,8 +7,10 @@ import xarray as xr
 
 from grids.errors import SpecError
 from sweep.analysis.basis import DEFAULT_BASIS
+from sweep.analysis.kept import is_kept, kept_basis
 from sweep.analysis.variation import max_variation
 from sweep.results.provenance import parameters_text
+from sweep.results.variables import KEPT_LAYOUT_DIM
 
 
 def run_summary(ds: xr.Dataset | None, stats, wall: float, output) -> str:
@@ -21,7 +23,7 @@ def run_summary(ds: xr.Dataset | None, stats, wall: float, output) -> str:
     lines = [
         f"wrote {output}" if output else "result in memory",
         f"grid      : {dims}",
-        f"points    : {stats.points:,} in {stats.chunks} chunk(s)",
+        f"points    : {stats.points:,} in {stats.chunks} chunk(s){_kept(ds, stats)}",
         f"wall time : {wall:.2f} s (kernel+write {stats.seconds:.2f} s, "
         f"{stats.points_per_second:,.0f} points/s)",
         f"feasible  : {feasible:.1%} of points fit",
@@ -32,6 +34,18 @@ def run_summary(ds: xr.Dataset | None, stats, wall: float, output) -> str:
     elif ds is not None:
         lines += headline_lines(ds)
     return "\n".join(lines)
+
+
+def _kept(ds: xr.Dataset | None, stats) -> str:
+    """What a result that keeps each point's best layout (spec key best_layout) stored."""
+    sizes = getattr(stats, "sizes", None) or {}
+    if ds is not None and is_kept(ds):
+        n, basis = ds.sizes[KEPT_LAYOUT_DIM], kept_basis(ds)
+    elif "parallelism" not in sizes and getattr(stats, "kept", None):
+        n, basis = stats.kept
+    else:
+        return ""
+    return f"; each point's best of {n} layouts kept (throughput, basis {basis})"
 
 
 def headline_lines(ds: xr.Dataset, basis: str = DEFAULT_BASIS) -> list[str]:
@@ -95,7 +109,9 @@ def run_record(ds: xr.Dataset | None, stats, wall: float, startup: float, output
             "points": stats.points, "chunks": stats.chunks,
             "feasible_fraction": stats.feasible / stats.points if stats.points else 0.0,
             "wall_s": wall, "startup_s": startup, "kernel_write_s": stats.seconds,
-            "points_per_s": stats.points_per_second, "variation": hv}
+            "points_per_s": stats.points_per_second, "variation": hv,
+            "best_layout": (None if getattr(stats, "kept", None) is None else
+                            {"layouts": stats.kept[0], "basis": stats.kept[1]})}
 
 
 def info_record(ds: xr.Dataset) -> dict:
