@@ -94,9 +94,23 @@ def _kernel_args(gr, out):
 
 
 # ------------------------------------------------------------------------------ tasks
+def _modes(gr, evaluate_grid) -> dict[str, dict]:
+    """The serving modes a kernel run measures, as keyword arguments: the grid's own mode first
+    (continuous batching by default since issue 19), then static batches; a tree whose kernel
+    has no serving mode measures its one (static) kernel."""
+    import inspect
+
+    mode = getattr(gr.spec, "mode", None)
+    if mode is None or "mode" not in inspect.signature(evaluate_grid).parameters:
+        return {"static": {}}
+    names = {0.0: "static", 1.0: "continuous", 2.0: "request rate"}
+    return {names.get(float(mode), str(mode)): {"mode": mode}, "static": {"mode": 0.0}}
+
+
 def task_kernel(grid: str, reps: int = 3, threads=(1, 2)) -> dict:
     """Kernel rate with a preallocated, touched output array (compilation excluded), per thread
-    count; the write bound (fill of the same array) and the feasible fraction."""
+    count and serving mode (``rows``: the grid's own mode, ``mode``; ``rows_by_mode``: each);
+    the write bound (fill of the same array) and the feasible fraction."""
     from kernels import evaluate_grid
     from kernels.params import METRICS
 
@@ -104,21 +118,26 @@ def task_kernel(grid: str, reps: int = 3, threads=(1, 2)) -> dict:
     n = gr.spec.n_points
     out = np.empty((len(METRICS), n), dtype=np.float32)
     args = _kernel_args(gr, out)
+    modes = _modes(gr, evaluate_grid)
+    first_mode = next(iter(modes))
     t0 = time.perf_counter()
-    evaluate_grid(*args)  # compiles or loads the cache, touches every page
+    evaluate_grid(*args, **modes[first_mode])  # compiles or loads the cache, touches every page
     first = time.perf_counter() - t0
-    rows = []
-    for k in threads:
-        _set_threads(k)
-        evaluate_grid(*args)
-        ts = _times(lambda: evaluate_grid(*args), reps)
-        rows.append({"threads": k, "best_s": min(ts), "median_s": statistics.median(ts),
-                     "points_per_s": n / min(ts)})
+    by_mode: dict[str, list] = {}
+    for name, kw in modes.items():
+        rows = by_mode[name] = []
+        for k in threads:
+            _set_threads(k)
+            evaluate_grid(*args, **kw)
+            ts = _times(lambda kw=kw: evaluate_grid(*args, **kw), reps)
+            rows.append({"threads": k, "best_s": min(ts), "median_s": statistics.median(ts),
+                         "points_per_s": n / min(ts)})
     fill = min(_times(lambda: out.fill(1.0), max(reps, 5)))
-    evaluate_grid(*args)
+    evaluate_grid(*args, **modes[first_mode])
     fits = float(np.count_nonzero(out[METRICS.index("fits")] == 1.0) / n)
     return {"grid": grid, "shape": list(gr.shape), "points": n, "metrics": len(METRICS),
-            "first_call_s": first, "rows": rows, "fill_s": fill, "fill_points_per_s": n / fill,
+            "first_call_s": first, "mode": first_mode, "rows": by_mode[first_mode],
+            "rows_by_mode": by_mode, "fill_s": fill, "fill_points_per_s": n / fill,
             "fill_bytes_per_s": out.nbytes / fill, "feasible_fraction": fits,
             "load_average": os.getloadavg()}
 
@@ -133,13 +152,13 @@ def task_bounds(grid: str, root: str, combos: int = 300) -> dict:
 
     gr = _gridrun(grid)
     t = gr.tables
-    out = evaluate_grid(*_kernel_args(gr, None))
+    out = evaluate_grid(*_kernel_args(gr, None), mode=gr.spec.mode)
     n_e = gr.shape[1]
     if n_e != 1:
         raise ValueError("bounds: one engine only")
     kout = out.reshape(len(METRICS), gr.shape[0], *gr.shape[2:])
     counts = count_ops(Path(root), (t.hw, t.md, t.px, t.pr, t.ly), gr.batch, gr.context,
-                       gr.output_len, combos=combos, kernel_out=kout)
+                       gr.output_len, combos=combos, kernel_out=kout, mode=gr.spec.mode)
     costs = op_costs()
     store_s = store_cost(len(METRICS))
     bound = arithmetic_bound(counts["per_point"], costs, store_s)

@@ -1,11 +1,14 @@
 """The kernel's arithmetic bound: operations per point, counted, times their cost on this CPU.
 
-:func:`count_ops` runs the per-point physics of ``kernels/roofline.py`` as plain Python, with its
-source rewritten (``ast``) so that every floating-point operation is counted: divisions, ``**``,
-the ``math`` functions, multiplications, additions and subtractions, ``min``/``max``, and every
-store to the output array. It drives the stages exactly as ``kernels/grid.py`` does (the static
-part once per compatible (platform, model, batch, precision, layout), the prefill part once per
-context, the rest per point, infeasible combinations only stored), on a random sample of the
+:func:`count_ops` runs the per-point physics of the kernels (every module of :data:`PHYSICS`:
+the forward pass, collectives, power, the static batch, the continuous-batching scheduler and
+its queueing) as plain Python, with their source rewritten (``ast``) so that every
+floating-point operation is counted: divisions, ``**``, the ``math`` functions,
+multiplications, additions and subtractions, ``min``/``max``, and every store to the output
+array. It drives the stages exactly as ``kernels/grid.py`` does (the static part once per
+compatible (platform, model, batch, precision, layout), the prefill part once per context, the
+rest per point, infeasible combinations only stored), in the grid's serving mode, on a random
+sample of the
 benchmark grid's (platform, model, batch, precision, layout) combinations, so the counts are the
 dynamic averages per grid point, branches taken as the data take them. The counted evaluation is
 checked against the compiled kernel's output on the same points.
@@ -23,7 +26,9 @@ from __future__ import annotations
 
 import ast
 import math
+import sys
 import time
+import types
 from collections import Counter
 from pathlib import Path
 
@@ -76,6 +81,8 @@ class _Math:
 
     def __getattr__(self, name):
         fn = getattr(math, name)
+        if not callable(fn):  # constants (inf, nan, e)
+            return fn
 
         def counted(*a):
             self._c.n[name] += 1
@@ -132,27 +139,62 @@ class _Rewrite(ast.NodeTransformer):
             node.func = ast.Attribute(ast.Name("_C", ast.Load()), node.func.id, ast.Load())
         return node
 
+    def visit_ImportFrom(self, node):
+        # the physics modules import each other's counted copies; params and accelerate are
+        # imported as they are (tables and decorators)
+        sub = (node.module or "").removeprefix("kernels.")
+        if node.module and node.module.startswith("kernels.") and sub in PHYSICS:
+            node.module = f"{COUNTED_PKG}.{sub}"
+        return node
 
-def counted_roofline(root: Path):
-    """(namespace of kernels/roofline.py with counted operations, the counter)."""
-    src = (root / "kernels" / "roofline.py").read_text()
-    tree = _Rewrite().visit(ast.parse(src))
-    ast.fix_missing_locations(tree)
+
+#: the modules of ``kernels/`` whose operations are counted, each after those it imports
+PHYSICS = ("collectives", "dataflow", "power", "queueing", "roofline", "metrics", "iteration",
+           "static", "serving", "point")
+#: the package the counted copies are registered under
+COUNTED_PKG = "kernels_counted"
+
+
+def counted_kernels(root: Path) -> tuple[dict[str, types.ModuleType], _Counting]:
+    """({name: module} of the :data:`PHYSICS` modules with counted operations and without their
+    numba decorators, the counter). The copies import each other."""
     c = _Counting()
-    ns: dict = {"__name__": "roofline_counted"}
-    exec(compile(tree, "roofline_counted", "exec"), ns)  # imports params and accelerate as usual
-    ns["_C"] = c
-    ns["math"] = _Math(c)
-    return ns, c
+    pkg = types.ModuleType(COUNTED_PKG)
+    pkg.__path__ = []
+    sys.modules[COUNTED_PKG] = pkg
+    mods = {}
+    for name in PHYSICS:
+        src = (root / "kernels" / f"{name}.py").read_text()
+        tree = _Rewrite().visit(ast.parse(src))
+        ast.fix_missing_locations(tree)
+        mod = types.ModuleType(f"{COUNTED_PKG}.{name}")
+        mod.__dict__["_C"] = c
+        sys.modules[mod.__name__] = mod
+        setattr(pkg, name, mod)
+        exec(compile(tree, f"{COUNTED_PKG}/{name}.py", "exec"), mod.__dict__)
+        mod.__dict__["math"] = _Math(c)
+        mods[name] = mod
+    c.n.clear()  # operations of the module-level constants are not per point
+    return mods, c
 
 
 def count_ops(root: Path, tables, batch, context, output_len, *, combos: int = 300,
-              seed: int = 0, kernel_out: np.ndarray | None = None) -> dict:
+              seed: int = 0, kernel_out: np.ndarray | None = None, mode: float = 1.0) -> dict:
     """Average counted operations per grid point over ``combos`` random (platform, model, batch,
-    precision, layout) combinations of the grid (every context and output length of each)."""
-    from kernels.params import HW_FIELDS, LAYOUT_FIELDS, METRICS, MODEL_FIELDS, PRECISION_FIELDS
+    precision, layout) combinations of the grid (every context and output length of each), in
+    serving mode ``mode`` (``kernels.params.MODE_*``)."""
+    from kernels.params import (
+        HW_FIELDS,
+        LAYOUT_FIELDS,
+        METRICS,
+        MODE_RATE,
+        MODEL_FIELDS,
+        PRECISION_FIELDS,
+        RATE_METRICS,
+    )
 
-    ns, c = counted_roofline(root)
+    mods, c = counted_kernels(root)
+    point, roof = mods["point"], mods["roofline"]
     hw, md, px, pr, ly = tables
     n_h, n_m, n_b, n_s, n_o, n_p, n_l = (hw.shape[0], md.shape[0], len(batch), len(context),
                                          len(output_len), pr.shape[0], ly.shape[0])
@@ -166,6 +208,8 @@ def count_ops(root: Path, tables, batch, context, output_len, *, combos: int = 3
     n_compatible = 0
     mismatches = 0
     checked = 0
+    mode = float(mode)
+    stored = [k for k, name in enumerate(METRICS) if mode == MODE_RATE or name not in RATE_METRICS]
     t0 = time.perf_counter()
     for h, m, b, p, li in picks:
         hw_t = tuple(hw[h][:len(HW_FIELDS)])
@@ -173,40 +217,43 @@ def count_ops(root: Path, tables, batch, context, output_len, *, combos: int = 3
         px_t = tuple(px[h, p])
         pr_t = tuple(pr[p][:len(PRECISION_FIELDS)])
         ly_t = tuple(ly[li][:len(LAYOUT_FIELDS)])
+        # the scheduler's called functions read the rows through pointers: the rows here
+        rows = (hw[h], md[m], px[h, p], pr[p], ly[li])
         bt = float(batch[b])
         before = Counter(c.n)
-        code = ns["static_reason"](hw_t, md_t, px_t, ly_t, bt)
+        code = roof.static_reason(hw_t, md_t, px_t, ly_t)
         by_stage["reason"] += Counter(c.n) - before
         n_points += n_s * n_o
         if code != 0:
             before = Counter(c.n)
             for j in range(n_s * n_o):
-                ns["store_infeasible"](out, j, code)
+                roof.store_infeasible(out, j, code)
             by_stage["infeasible"] += Counter(c.n) - before
         else:
             n_compatible += 1
             before = Counter(c.n)
-            st = ns["stage_static"](hw_t, md_t, px_t, bt, pr_t, ly_t)
+            st = point.stage_static(hw_t, md_t, px_t, bt, pr_t, ly_t, mode)
             by_stage["static"] += Counter(c.n) - before
             for s in range(n_s):
                 cs = float(context[s])
                 before = Counter(c.n)
-                pt = ns["stage_prompt"](st, hw_t, md_t, px_t, pr_t, ly_t, bt, cs)
+                pt = point.stage_prompt(st, hw_t, md_t, px_t, pr_t, ly_t, bt, cs, mode)
                 by_stage["prompt"] += Counter(c.n) - before
                 before = Counter(c.n)
                 for o in range(n_o):
-                    ns["stage_point"](st, pt, hw_t, md_t, px_t, pr_t, ly_t, bt, cs,
-                                      float(output_len[o]), False, out, s * n_o + o)
+                    point.stage_point(st, pt, hw_t, md_t, px_t, pr_t, ly_t, rows, bt, cs,
+                                      float(output_len[o]), mode, out, s * n_o + o)
                 by_stage["point"] += Counter(c.n) - before
         if kernel_out is not None:
-            # the grid kernel's output for this combination: (metric, s, o) at (h, m, b, p, l)
+            # the grid kernel's output for this combination: (metric, s, o) at (h, m, b, p, l),
+            # the metrics it stores in this mode (the percentiles only at request rates)
             ref = kernel_out[:, h, m, b, :, :, p, li].reshape(len(METRICS), -1)
-            same = np.array_equal(ref, buf, equal_nan=True)
+            same = np.array_equal(ref[stored], buf[stored], equal_nan=True)
             checked += 1
             mismatches += 0 if same else 1
     per_point = {k: sum(st[k] for st in by_stage.values()) / n_points for k in COUNTED}
     return {
-        "combos": int(combos), "points": int(n_points),
+        "combos": int(combos), "points": int(n_points), "mode": mode,
         "compatible_fraction": n_compatible / combos,
         "per_point": per_point,
         "per_stage_call": {

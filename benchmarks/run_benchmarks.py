@@ -303,7 +303,7 @@ def fig_kernel(trees: list[Tree], reps: int, grids: tuple[str, ...]) -> dict:
             if "rows" in r:
                 _log(f"  kernel {t.label} {g}: " + ", ".join(
                     f"{row['threads']}t {row['points_per_s'] / 1e6:.1f}" for row in r["rows"])
-                    + " M points/s")
+                    + f" M points/s ({r.get('mode', 'static')})")
     return res
 
 
@@ -415,6 +415,9 @@ def summarise(fig: dict, labels: list[str]) -> dict:
         for g, r in fig.get("kernel", {}).get(lab, {}).items():
             if "rows" in r:
                 s[f"kernel_{g}"] = _thread_rates(r)
+                s[f"kernel_mode_{g}"] = r.get("mode", "static")
+                if "static" in r.get("rows_by_mode", {}):
+                    s[f"kernel_{g}_static"] = _thread_rates({"rows": r["rows_by_mode"]["static"]})
                 s[f"fill_{g}"] = r["fill_points_per_s"]
                 s[f"points_{g}"] = r["points"]
         im = _ok(fig.get("inmem", {}).get(lab, []))
@@ -581,8 +584,17 @@ def table_rows(res: dict) -> list[tuple[str, ...]]:
     for g, name in ((BENCH, "benchmark grid (default x 7 output lengths)"),
                     (DEFAULT, "default grid")):
         for th in (1, 2):
-            rows.append((f"kernel, {name}, {th} thread(s), output preallocated",
-                         *per(lambda s, g=g, th=th: _rate(s[f"kernel_{g}"][str(th)])), "", ""))
+            # the grid's own serving mode (continuous batching since issue 19; a tree before
+            # it has static batches only), then static batches where the tree has both
+            rows.append((f"kernel, {name}, {th} thread(s), output preallocated, the grid's mode",
+                         *per(lambda s, g=g, th=th: f"{_rate(s[f'kernel_{g}'][str(th)])} "
+                              f"({s.get(f'kernel_mode_{g}', 'static')})"), "", ""))
+        for th in (1, 2):
+            rows.append((f"kernel, {name}, {th} thread(s), output preallocated, static batches",
+                         *per(lambda s, g=g, th=th: _rate(
+                             s.get(f"kernel_{g}_static", s[f"kernel_{g}"]
+                                   if s.get(f"kernel_mode_{g}", "static") == "static" else {})
+                             [str(th)])), "", ""))
     b = _bound_rates(res)
     if b:
         def pct(x):
