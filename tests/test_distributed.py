@@ -101,6 +101,29 @@ def test_identical_to_in_process(cluster, tmp_path, fmt, spec):
     assert stats.summary.finish() == max_variation(reference(spec), "throughput")
 
 
+@pytest.mark.parametrize("fmt", ["netcdf", "zarr"])
+def test_best_layout_kept_on_the_workers(cluster, tmp_path, fmt):
+    """best_layout (each point's best layout kept, sweep/analysis/keep_layout.py) on the
+    cluster: the same result as in process, and the headline of every layout."""
+    from sweep.analysis.headline import HeadlineVariation
+    from sweep.analysis.variation import max_variation
+
+    spec = {**SPEC, "best_layout": "device"}
+    mem, _ = run_with_stats(spec, max_memory="1 GiB", progress=False)
+    out = tmp_path / f"r{SUFFIX[fmt]}"
+    ds, stats = run_with_stats(spec, max_memory=TINY, progress=False, output=out,
+                               scheduler=cluster.scheduler_address, summarise=HeadlineVariation)
+    assert stats.chunks >= 4 and stats.kept == (len(SPEC["parallelism"]), "device")
+    assert stats.feasible == int((reference(SPEC)["fits"].values == 1).sum())
+    assert "parallelism" not in ds.dims and ds.attrs["best_layout_basis"] == "device"
+    for name in mem.data_vars:
+        assert ds[name].dtype == mem[name].dtype
+        assert np.array_equal(ds[name].values, mem[name].values, equal_nan=True), name
+    assert stats.summary.finish() == max_variation(reference(SPEC), "throughput")
+    ds.close()
+    assert_clean(tmp_path, out)
+
+
 class KillOnce(distributed.WorkerPlugin):
     """Kill the worker process (os._exit, like SIGKILL: no clean-up) right after it finished its
     first chunk task, before the result reaches the scheduler. For Zarr the region has then already

@@ -150,13 +150,6 @@ def test_false_keeps_every_layout(full):
     assert "parallelism" in ds.dims and "layout_index" not in ds
 
 
-def test_dask_cluster_refuses_it_before_any_work(tmp_path):
-    with pytest.raises(SpecError, match="not available on a Dask cluster"):
-        sweep.run({**SPEC, "best_layout": True}, progress=False, output=tmp_path / "x.zarr",
-                  scheduler="local:1")
-    assert not (tmp_path / "x.zarr").exists()
-
-
 def test_cli_says_what_was_kept_and_warns_once(tmp_path, capsys):
     import json
 

@@ -78,10 +78,16 @@ def _feasible(out) -> int:
     return int(np.count_nonzero(out[M["fits"]] == 1.0))
 
 
-def _chunk_arrays_task(gr, chunk, procs_by_host):
-    """netCDF: evaluate a chunk, return ``({name: array}, feasible points)`` (int8 flags cast)."""
+def _chunk_arrays_task(gr, chunk, procs_by_host, reducer=None, block_points: int = 0):
+    """netCDF: evaluate a chunk, return ``({name: array}, feasible points, the pieces of the
+    summary's ``reducer``)`` (int8 flags cast). The pieces are reduced here only when the result
+    keeps each point's best layout (the arrays then lack the other layouts the summary reads);
+    else the client reduces the arrays it receives."""
     out = _evaluate(gr, chunk, procs_by_host)
-    return gr.chunk_arrays(chunk, out), _feasible(out)
+    every = gr.observed(out)
+    parts = ([] if reducer is None else
+             gr.reduce(reducer, chunk, gr.metric_views(every, reducer.variables), block_points))
+    return gr.chunk_arrays(chunk, out), _feasible(every), parts
 
 
 def _zarr_region_task(gr, chunk, store: str, procs_by_host, reducer=None,
@@ -94,8 +100,9 @@ def _zarr_region_task(gr, chunk, store: str, procs_by_host, reducer=None,
     from sweep.results.files import ZarrChunks
 
     out = _evaluate(gr, chunk, procs_by_host)
+    every = gr.observed(out)  # every layout, also when the result keeps the best one
     parts = ([] if reducer is None else
-             gr.reduce(reducer, chunk, gr.metric_views(out, reducer.variables), block_points))
+             gr.reduce(reducer, chunk, gr.metric_views(every, reducer.variables), block_points))
     arrays = gr.chunk_arrays(chunk, out)
     if not (Path(store) / ".zgroup").exists():
         raise RuntimeError(f"zarr store {store} is gone (run aborted?)")
@@ -103,7 +110,7 @@ def _zarr_region_task(gr, chunk, store: str, procs_by_host, reducer=None,
     region = gr.region(chunk)
     for name, arr in arrays.items():
         chunks.write(name, region, arr)
-    return chunk.size(gr.shape), _feasible(out), parts
+    return chunk.size(gr.shape), _feasible(every), parts
 
 
 def _point_task(gr, names, h: int, rest: tuple[int, ...]) -> dict[str, np.ndarray]:
@@ -272,10 +279,14 @@ def run_distributed(gr, scheduler: str, *, output, fmt=None, plan, progress: boo
                 todo = collections.deque(chunks)
                 owner = {}
 
+                # the summary's pieces come from the workers when the arrays sent back hold
+                # only each point's best layout
+                on_worker = obs.reducer if obs is not None and gr.keeper is not None else None
+
                 def submit_next(ac=None):
                     c = todo.popleft()
-                    f = client.submit(_chunk_arrays_task, gr_f, c, by_host, retries=2,
-                                      pure=False)
+                    f = client.submit(_chunk_arrays_task, gr_f, c, by_host, on_worker,
+                                      plan.block_points, retries=2, pure=False)
                     owner[f.key] = c
                     futures.append(f)
                     if ac is not None:
@@ -287,13 +298,15 @@ def run_distributed(gr, scheduler: str, *, output, fmt=None, plan, progress: boo
                 for fut in ac:
                     checkpoint()
                     c = owner.pop(fut.key)
-                    arrays, fits = fut.result()
+                    arrays, fits, parts = fut.result()
                     feasible += fits
+                    for part in parts:
+                        obs.merge(part)
                     fut.release()
                     futures.remove(fut)
                     if todo:
                         submit_next(ac)
-                    if obs is not None:
+                    if obs is not None and on_worker is None:
                         t1 = time.perf_counter()
                         gr.observe(obs, c, {n: arrays[n] for n in obs.reducer.variables},
                                    plan.block_points)
@@ -324,4 +337,4 @@ def run_distributed(gr, scheduler: str, *, output, fmt=None, plan, progress: boo
         phases["summary"] = summary_s
     return None, RunStats(total, seconds, len(chunks), Path(output), feasible, phases,
                           summary=plan.observer, memory=plan,
-                          sizes={d: tmpl.sizes[d] for d in result_dims(grid)})
+                          sizes={d: tmpl.sizes[d] for d in result_dims(grid)}, kept=gr.kept)

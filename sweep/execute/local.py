@@ -171,11 +171,6 @@ def _run(grid: GridSpec, budget: int, progress: bool, output, format, scheduler,
     if scheduler is not None:
         from sweep.execute.distributed import run_distributed
 
-        if grid.keeps_best_layout:
-            raise SpecError("best_layout is not available on a Dask cluster yet: run without "
-                            "scheduler=... (one machine streams the result to the file), or "
-                            "keep every layout and reduce with ds.sweep.best_layout")
-
         return run_distributed(gr, scheduler, output=output, fmt=format, plan=plan,
                                progress=progress, overwrite=overwrite, compression=compression,
                                tmpl=tmpl)
