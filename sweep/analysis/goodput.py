@@ -70,7 +70,8 @@ def goodput(ds: xr.Dataset, ttft: float | None = None, tpot: float | None = None
     b = per_basis(per)
     if over == GOODPUT_OVER and "request_rate" in ds.dims:  # a result over arrival rates
         over = ("request_rate", "parallelism")
-    kept = is_kept(ds) and over in (GOODPUT_OVER, ("request_rate", "parallelism"))
+    over = (over,) if isinstance(over, str) else tuple(over)
+    kept = is_kept(ds) and "parallelism" in over
     if kept:  # each point has its layout already (spec key best_layout): reported below
         over = tuple(d for d in over if d != "parallelism")
         warnings.warn("this result kept one layout per point, the best throughput without "
