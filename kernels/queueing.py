@@ -4,7 +4,7 @@ Numba scalar helpers inlined into :mod:`kernels.serving`: how many prompts an it
 when they arrive as a Poisson count (:func:`poisson_weights`), how long a prompt waits for the
 token budget behind prompts that arrive with it in a closed loop (:func:`collision_wait`,
 Kingman's G/D/1 wait in iterations) and behind a saturated budget (:func:`budget_wait`), and the
-waits Poisson arrivals add at a request rate (:func:`rate_waits`: the residual iteration, the
+waits Poisson arrivals add at a request rate (:func:`rate_wait_terms`: the residual iteration, the
 budget as an M/D/1 server, the slots as an M/D/c queue through Erlang C, :func:`erlang_c`, and
 their quantiles, :func:`tail_quantile`).
 
@@ -165,17 +165,28 @@ def tail_quantile(mean, p_wait, p):
 
 
 @scalar_jit
-def rate_waits(t_mean, t_sq, rho_b, hold, conc, c_max, e2e, p):
-    """Mean and ``p``-quantile [s] of the waits Poisson arrivals add before a request's first
-    iteration [model.md section 13.4]: the rest of the running iteration (renewal theory:
-    E[t^2] / (2 E[t]), taken uniform on twice that for quantiles), the token budget as an M/D/1
-    server of prompts (Pollaczek-Khinchine: rho h / (2 (1 - rho))), and the slots (maximum
-    concurrency) as an M/D/c queue (Erlang C with the M/M/c wait halved for deterministic
-    service, Allen-Cunneen); the quantiles are added (an upper bound of the sum's quantile)."""
+def rate_wait_terms(t_mean, t_sq, rho_b, hold, conc, c_max, e2e):
+    """The waits Poisson arrivals add before a request's first iteration [model.md section
+    13.4], as (residual iteration, budget wait, probability of waiting for a slot, slot wait)
+    [s, s, 1, s]: the rest of the running iteration (renewal theory: E[t^2] / (2 E[t])), the
+    token budget as an M/D/1 server of prompts (Pollaczek-Khinchine: rho h / (2 (1 - rho))), and
+    the slots (maximum concurrency) as an M/D/c queue (Erlang C with the M/M/c wait halved for
+    deterministic service, Allen-Cunneen). Computed once per point: Erlang C's recursion runs
+    over every slot; :func:`rate_waits` reads the mean and the quantiles from them."""
     residual = t_sq / (2.0 * t_mean)
     w_b = rho_b * hold / (2.0 * (1.0 - rho_b)) if rho_b < 1.0 else math.inf
     pw_s = erlang_c(c_max, conc)
     w_s = 0.5 * pw_s * e2e / (c_max - conc) if conc < c_max else math.inf
+    return residual, w_b, pw_s, w_s
+
+
+@scalar_jit
+def rate_waits(terms, rho_b, p):
+    """Mean (``p`` <= 0) or ``p``-quantile [s] of the waits of :func:`rate_wait_terms`
+    (``terms``): the residual iteration taken uniform on twice its mean for quantiles, the
+    budget and slot waits 0 or exponential; the quantiles are added (an upper bound of the
+    sum's quantile)."""
+    residual, w_b, pw_s, w_s = terms
     mean = residual + w_b + w_s
     if p <= 0.0:
         return mean

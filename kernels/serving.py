@@ -46,7 +46,13 @@ from kernels.iteration import (
 )
 from kernels.metrics import decode_bound, max_sequences, store_metrics
 from kernels.power import activity_power
-from kernels.queueing import budget_wait, collision_wait, poisson_weights, rate_waits
+from kernels.queueing import (
+    budget_wait,
+    collision_wait,
+    poisson_weights,
+    rate_wait_terms,
+    rate_waits,
+)
 from kernels.roofline import (
     H_BLK,
     H_CHP,
@@ -451,12 +457,13 @@ def continuous_point(geo, hw, md, px, pr, ly, batch, context, output_len, rate_m
     ttft += wait + wait_b
     e2e = ttft + (output_len - 1.0) * tpot
     if rate_mode:
-        extra = rate_waits(t_mean, t_sq, rho_b, hold, conc, c_max, e2e, 0.0)
+        waits = rate_wait_terms(t_mean, t_sq, rho_b, hold, conc, c_max, e2e)
+        extra = rate_waits(waits, rho_b, 0.0)
         if extra == math.inf:
             store_saturated(out, j, geo, c_max, kv_seq, logit_seq, act_fixed, ep, min_dev)
             return
         for o_t, o_e, p in ((O_T50, O_E50, 0.5), (O_T90, O_E90, 0.9), (O_T99, O_E99, 0.99)):
-            w = rate_waits(t_mean, t_sq, rho_b, hold, conc, c_max, e2e, p)
+            w = rate_waits(waits, rho_b, p)
             out[o_t, j] = ttft + w
             out[o_e, j] = e2e + w
         ttft += extra
