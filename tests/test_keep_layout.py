@@ -1,4 +1,4 @@
-"""Keeping only each point's best layout (spec key ``best_layout``, sweep/execute/keep_layout.py):
+"""Keeping only each point's best layout (spec key ``best_layout``, sweep/analysis/keep_layout.py):
 the run's reduction equals ``Dataset.sweep.best_layout`` on the full result, in memory and in
 files, in one chunk or many; the analyses read a kept result or say why they cannot."""
 

@@ -19,7 +19,7 @@ import xarray as xr
 from grids.errors import SpecError
 from sweep.analysis import core as an
 from sweep.analysis.basis import EXTENSIVE, normalised, parse_basis
-from sweep.analysis.kept import is_kept, kept_labels
+from sweep.analysis.kept import kept_labels, without_layouts
 from sweep.analysis.select import as_dims, masked
 
 #: the ``per`` shorthands of :func:`goodput` and the basis each means
@@ -70,10 +70,8 @@ def goodput(ds: xr.Dataset, ttft: float | None = None, tpot: float | None = None
     b = per_basis(per)
     if over == GOODPUT_OVER and "request_rate" in ds.dims:  # a result over arrival rates
         over = ("request_rate", "parallelism")
-    over = (over,) if isinstance(over, str) else tuple(over)
-    kept = is_kept(ds) and "parallelism" in over
+    over, kept = without_layouts(ds, over)
     if kept:  # each point has its layout already (spec key best_layout): reported below
-        over = tuple(d for d in over if d != "parallelism")
         warnings.warn("this result kept one layout per point, the best throughput without "
                       "latency targets (spec key best_layout); where it misses a target, a "
                       "layout it dropped may meet it, so this goodput is a lower bound (run "

@@ -1,5 +1,5 @@
 """Results that keep only each point's best layout (spec key ``best_layout``,
-:mod:`sweep.execute.keep_layout`): no parallelism dim; ``layout_index`` points into the
+:mod:`sweep.analysis.keep_layout`): no parallelism dim; ``layout_index`` points into the
 ``layout`` coordinate of the layouts evaluated, whose per-layout coordinates (``devices``,
 ``tp``, ...) sit on that dim."""
 
@@ -44,6 +44,15 @@ def kept_devices(ds: xr.Dataset) -> xr.DataArray:
     out = _lookup(ds, ds["devices"].values, np.nan, np.float64)
     out.name = "devices"
     return out
+
+
+def without_layouts(ds: xr.Dataset, over) -> tuple[tuple[str, ...], bool]:
+    """``over`` (a dim name or several) without the layout dim when ``ds`` kept one layout per
+    point (its layouts no longer compete), and whether it was dropped."""
+    dims = (over,) if isinstance(over, str) else tuple(over)
+    if is_kept(ds) and "parallelism" in dims:
+        return tuple(d for d in dims if d != "parallelism"), True
+    return dims, False
 
 
 def check_basis(ds: xr.Dataset, basis) -> None:

@@ -9,7 +9,7 @@ import xarray as xr
 
 from sweep.analysis import core as an
 from sweep.analysis.basis import DEFAULT_BASIS, normalised, parse_basis
-from sweep.analysis.kept import is_kept
+from sweep.analysis.kept import without_layouts
 from sweep.analysis.select import as_dims, parse_objectives, whole_core
 
 DEFAULT_PARETO_OVER = ("hardware", "parallelism")
@@ -29,8 +29,7 @@ def pareto(ds: xr.Dataset, objectives, over: Iterable[str] | str = DEFAULT_PARET
     budget), not in total.
     """
     objs = parse_objectives(ds, objectives)
-    if is_kept(ds):  # one layout per point (spec key best_layout): the layouts do not compete
-        over = [d for d in ([over] if isinstance(over, str) else over) if d != "parallelism"]
+    over, _ = without_layouts(ds, over)  # one layout per point kept: they do not compete
     core = as_dims(ds, over, "over")
     b = None if basis is None else parse_basis(basis)
     arrays = [ds[n] if b is None else normalised(ds, n, b) for n, _ in objs]

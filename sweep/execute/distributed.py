@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from grids.errors import SpecError
+from sweep.execute.grid import count_feasible
 from sweep.execute.progress import Progress
 
 #: one kernel call at a time per worker process (its kernel threads are shared by the process;
@@ -72,12 +73,6 @@ def _evaluate(gr, chunk, procs_by_host):
         return gr.evaluate(chunk)
 
 
-def _feasible(out) -> int:
-    from kernels.params import M
-
-    return int(np.count_nonzero(out[M["fits"]] == 1.0))
-
-
 def _chunk_arrays_task(gr, chunk, procs_by_host, reducer=None, block_points: int = 0):
     """netCDF: evaluate a chunk, return ``({name: array}, feasible points, the pieces of the
     summary's ``reducer``)`` (int8 flags cast). The pieces are reduced here only when the result
@@ -87,7 +82,7 @@ def _chunk_arrays_task(gr, chunk, procs_by_host, reducer=None, block_points: int
     every = gr.observed(out)
     parts = ([] if reducer is None else
              gr.reduce(reducer, chunk, gr.metric_views(every, reducer.variables), block_points))
-    return gr.chunk_arrays(chunk, out), _feasible(every), parts
+    return gr.chunk_arrays(chunk, out), count_feasible(every), parts
 
 
 def _zarr_region_task(gr, chunk, store: str, procs_by_host, reducer=None,
@@ -110,7 +105,7 @@ def _zarr_region_task(gr, chunk, store: str, procs_by_host, reducer=None,
     region = gr.region(chunk)
     for name, arr in arrays.items():
         chunks.write(name, region, arr)
-    return chunk.size(gr.shape), _feasible(every), parts
+    return chunk.size(gr.shape), count_feasible(every), parts
 
 
 def _point_task(gr, names, h: int, rest: tuple[int, ...]) -> dict[str, np.ndarray]:

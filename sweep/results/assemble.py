@@ -28,7 +28,7 @@ from sweep.results.variables import (
 )
 
 #: the rows of a kernel output reduced to each point's best layout: the metrics, then the index
-#: of the layout kept (:mod:`sweep.execute.keep_layout`)
+#: of the layout kept (:mod:`sweep.analysis.keep_layout`)
 KEPT_ROWS = (*METRICS, LAYOUT_INDEX.name)
 
 
