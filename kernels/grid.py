@@ -303,9 +303,12 @@ def _run_ranges(fn, args: tuple, n: int, points: int, threads: int | None) -> No
 
     The calling thread waits (interruptibly); on any exception, or an interrupt, no further
     range is started, the ranges already running finish, and the exception is raised."""
+    if points < SERIAL_POINTS:  # before asking for the thread count: one-point calls
+        fn(*args, 0, n)
+        return
     k = num_threads() if threads is None else max(1, int(threads))
     k = min(k, n)
-    if k <= 1 or points < SERIAL_POINTS:
+    if k <= 1:
         fn(*args, 0, n)
         return
     size = max(1, -(-n // (k * RANGES_PER_THREAD)))

@@ -201,3 +201,37 @@ def test_repeated_one_row_calls_fill_a_fresh_frame_each_time():
         pd.testing.assert_frame_equal(got, _quiet(evaluate_table, pd.DataFrame([q])),
                                       check_exact=True)
     pd.testing.assert_frame_equal(first, kept, check_exact=True)
+
+
+def test_writing_into_a_one_row_result_leaves_later_results_alone():
+    """A frame the fast path returned is the caller's: writing into its text and number columns
+    changes neither the template it was filled from nor the next call's frame."""
+    p = {"hardware": "h100-sxm", "model": "llama-3.1-8b", "precision": "bf16",
+         "parallelism": "tp1", "batch": 4, "context": 512, "output_len": 64}
+    sweep.evaluate(p)  # the template of this layout
+    mine = sweep.evaluate(p)
+    mine.loc[0, "hardware"] = "mine"
+    mine.loc[0, "throughput"] = -1.0
+    mine.loc[0, "fits"] = 0
+    pd.testing.assert_frame_equal(sweep.evaluate(p), evaluate_table(p), check_exact=True)
+
+
+def test_a_fill_that_differs_from_the_table_path_is_never_used(monkeypatch):
+    """The fill of a template (pandas internals) is checked once against the table path's frame;
+    where it differs, as it would on a pandas whose internals changed, no template is kept and
+    every frame is the table path's."""
+    from sweep.execute import point
+    right = point._fill
+
+    def wrong(template, plan, row, index):
+        frame = right(template, plan, row, index)
+        frame.iloc[0, -1] = 12345.0
+        return frame
+
+    monkeypatch.setattr(point, "_fill", wrong)
+    monkeypatch.setattr(point, "_TEMPLATES", {})
+    p = {"hardware": "a100-sxm-80g", "model": "llama-3.1-8b", "precision": "bf16",
+         "parallelism": "tp1", "batch": 2, "context": 256, "output_len": 32}
+    for q in (p, {**p, "batch": 8}, {**p, "context": 1024}):
+        pd.testing.assert_frame_equal(sweep.evaluate(q), evaluate_table(q), check_exact=True)
+    assert point._TEMPLATES == {}

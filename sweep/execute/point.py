@@ -58,12 +58,18 @@ _CONC = METRICS.index("concurrency")
 #: metric name -> int (a flag or a code) or float (float32 value as a Python float)
 _INT8 = frozenset(m for m in METRICS if VARIABLES[m].dtype == "int8")
 _KEEP = tuple(m for m in METRICS if m not in RATE_METRICS)
+#: (row of the kernel's output, metric, an int?) of what :func:`evaluate_point` returns, at a
+#: request rate and at a load
+_OUT_RATE = tuple((k, m, m in _INT8) for k, m in enumerate(METRICS))
+_OUT_LOAD = tuple(row for row in _OUT_RATE if row[1] in _KEEP)
 #: numpy dtype of each output column of :func:`sweep.execute.points.evaluate`
 _DTYPE = {**{m: np.int8 if m in _INT8 else np.float32 for m in METRICS},
           "batch_used": np.float64, "band_factor": np.float64}
 _INPUTS = frozenset(EVALUATE_COLUMNS)
 _NEEDED = frozenset(("hardware", "model", "precision", "parallelism", "context", "output_len"))
 _LABELS = ("hardware", "model", "precision", "parallelism", "engine", "batching")
+#: types whose values are scalars without asking numpy (np.ndim costs ~1 us a value)
+_SCALARS = frozenset((str, int, float))
 
 
 def evaluate(table: Any, *, prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
@@ -99,7 +105,8 @@ def _one_row(table: Any) -> pd.DataFrame | None:
         arrays = table._mgr.column_arrays  # one array per column: ~20x faster than table[c]
         values = [a[0] for a in arrays]
         kinds = tuple(a.dtype for a in arrays)
-    elif isinstance(table, dict) and all(np.ndim(v) == 0 for v in table.values()):
+    elif isinstance(table, dict) and all(type(v) in _SCALARS or np.ndim(v) == 0
+                                         for v in table.values()):
         names = list(table)
         values = list(table.values())
         kinds = tuple(type(v) for v in values)
@@ -118,7 +125,7 @@ def _one_row(table: Any) -> pd.DataFrame | None:
 
 
 #: one-row output frames by input layout and labels (:func:`_frame`), and how to fill a copy
-_TEMPLATES: dict[tuple, tuple[pd.DataFrame, list[tuple[int, int, int]]]] = {}
+_TEMPLATES: dict[tuple, tuple[pd.DataFrame, list[tuple[Any, list[int] | None]]]] = {}
 _MAX_TEMPLATES = 512
 
 
@@ -129,43 +136,78 @@ def _frame(table: Any, names: list[str], kinds: tuple[Any, ...], values: list[An
 
     Building a frame of ~45 one-element columns costs ~10x the evaluation itself, so the first
     frame of each input layout (column names, dtypes, the values of its text columns) is built as
-    the table path builds it and kept as a template; a later call copies it and writes its
-    numbers into the copy's numpy blocks. Where a column that is not text is not held in a numpy
-    block, every frame is built the table path's way."""
+    the table path builds it and kept as a template; a later call builds its numeric blocks from
+    its own numbers and copies the template's text blocks (:func:`_fill`). Where a column that is
+    not text is not held in a numpy block, or where the fill does not give the table path's
+    frame (checked once per template), every frame is built the table path's way."""
     text = tuple((c, v) for c, v in zip(names, values) if not isinstance(v, (int, float)))
-    key = (type(table).__name__, tuple(names), kinds, text, tuple(res))
+    key = (type(table).__name__, tuple(names), kinds, text, len(res))
     hit = _TEMPLATES.get(key)
+    row = [*values, *res.values()]
     if hit is None:
         metrics = {m: np.array([v], dtype=_DTYPE[m]) for m, v in res.items()}
         frame = with_outputs(as_table(table), metrics)
         template = frame.copy()  # its own blocks (a copy is consolidated: plan on the copy)
         plan = _fill_plan(template, {c for c, _ in text})
-        if plan is not None:
+        if plan is not None and _fills(template, plan, row, frame):
             if len(_TEMPLATES) >= _MAX_TEMPLATES:
                 _TEMPLATES.clear()
             _TEMPLATES[key] = (template, plan)
         return frame
     template, plan = hit
-    frame = template.copy()
-    row = [*values, *res.values()]
-    blocks = frame._mgr.blocks
-    for b, j, loc in plan:
-        blocks[b].values[j, 0] = row[loc]
-    if isinstance(table, pd.DataFrame):
-        frame.index = table.index
+    return _fill(template, plan, row, table.index if isinstance(table, pd.DataFrame) else None)
+
+
+def _fill(template: pd.DataFrame, plan: list[tuple[Any, list[int] | None]], row: list[Any],
+          index: pd.Index | None) -> pd.DataFrame:
+    """A new frame laid out as ``template``: each numeric block made from ``row`` (the values at
+    the block's column positions, in the block's dtype), each other block a deep copy, the
+    index ``index`` (None: the template's). Blocks and a manager built directly cost a third of
+    ``DataFrame.copy`` (pandas internals; :func:`_fills` checks the result once per template)."""
+    blocks = []
+    for blk, locs in plan:
+        if locs is None:
+            blocks.append(blk.copy(deep=True))
+        else:
+            values = np.array([row[loc] for loc in locs], dtype=blk.dtype).reshape(-1, 1)
+            blocks.append(blk.make_block_same_class(values))
+    mgr: Any = template._mgr  # pandas internals: the stubs do not describe them
+    axes = [mgr.axes[0].view(), mgr.axes[1].view() if index is None else index]
+    new = type(mgr)(tuple(blocks), axes, verify_integrity=False)
+    frame: pd.DataFrame = pd.DataFrame._from_mgr(new, axes=new.axes)  # type: ignore[attr-defined]
     return frame
 
 
-def _fill_plan(frame: pd.DataFrame, labels: set[str]) -> list[tuple[int, int, int]] | None:
-    """(block, row in the block, column position) of every column of ``frame`` held in a 2-D
-    numpy block; None unless every other column is one of the constant ``labels``."""
-    plan = []
+def _fills(template: pd.DataFrame, plan: list[tuple[Any, list[int] | None]], row: list[Any],
+           frame: pd.DataFrame) -> bool:
+    """True if :func:`_fill` of ``row`` gives ``frame`` (the table path's frame of that row),
+    and leaves the template as it was: the check that the pandas internals it uses behave as
+    expected on this installation."""
+    before = template.copy()
+    try:
+        made = _fill(template, plan, row, frame.index)
+        pd.testing.assert_frame_equal(made, frame, check_exact=True)
+        for j, value in enumerate(made.iloc[0].tolist()):  # writes into the new frame must
+            made.iat[0, j] = "\0" if isinstance(value, str) else 0  # not reach the template
+        pd.testing.assert_frame_equal(template, before, check_exact=True)
+    except Exception:  # any difference, on any pandas: build every frame the table path's way
+        return False
+    return True
+
+
+def _fill_plan(frame: pd.DataFrame, labels: set[str]) -> list[tuple[Any, list[int] | None]] | None:
+    """(block, the column positions of its rows) for every 2-D numpy block of ``frame``,
+    (block, None) for the others; None unless every column outside a numpy block is one of the
+    constant ``labels``."""
+    plan: list[tuple[Any, list[int] | None]] = []
     names = list(frame.columns)
-    for b, blk in enumerate(frame._mgr.blocks):
-        locs = blk.mgr_locs.as_array
+    for blk in frame._mgr.blocks:
+        locs = [int(loc) for loc in blk.mgr_locs.as_array]
         if isinstance(blk.values, np.ndarray) and blk.values.ndim == 2:
-            plan += [(b, j, int(loc)) for j, loc in enumerate(locs)]
-        elif not all(names[loc] in labels for loc in locs):
+            plan.append((blk, locs))
+        elif all(names[loc] in labels for loc in locs):
+            plan.append((blk, None))
+        else:
             return None
     return plan
 
@@ -228,22 +270,25 @@ def evaluate_point(hardware: str, model: str, precision: str, parallelism: str, 
         out, used = max_load(pt, _ROW, nums["context"], nums["output_len"])
         used_value = float(used[0])
     else:
-        from kernels import evaluate_points  # lazy: importing sweep compiles nothing
-
         t = pt.tables
-        out = evaluate_points(t.hw, t.md, t.px, t.pr, t.ly, *idx, nums[load], nums["context"],
+        out = _evaluate_points()(t.hw, t.md, t.px, t.pr, t.ly, *idx, nums[load], nums["context"],
                               nums["output_len"],
                               _MODE_ARRAY[RATE_COLUMN if at_rate else batching])
         used_value = float(out[_CONC, 0])
-    res: dict[str, float | int] = {}
-    for k, name in enumerate(METRICS):
-        if at_rate or name in _KEEP:
-            v = out[k, 0]
-            res[name] = int(v) if name in _INT8 else float(v)
+    col = out[:, 0].tolist()  # Python floats, each the float32 value exactly
+    res: dict[str, float | int] = {name: int(col[k]) if is_int else col[k]
+                                   for k, name, is_int in (_OUT_RATE if at_rate else _OUT_LOAD)}
     res["batch_used"] = used_value
     band = pt.band
     res["band_factor"] = float(band.ravel()[idx[0][0]]) if band is not None else math.nan
     return res
+
+
+@functools.cache
+def _evaluate_points() -> Any:
+    """``kernels.evaluate_points``, imported on first use (importing sweep compiles nothing)."""
+    from kernels import evaluate_points
+    return evaluate_points
 
 
 def number_ok(col: str, x: float) -> bool:
