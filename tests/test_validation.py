@@ -18,7 +18,7 @@ from grids.layouts import parse_layout
 from kernels.params import METRICS, MODE_CONTINUOUS, MODE_RATE
 from sweep import validate as V
 from sweep.cli import main
-from sweep.cli.validate import POOLED
+from sweep.cli.validate import POOLED, SERVED_POOLED
 from sweep.execute.points import evaluate, evaluate_rows
 from sweep.validate import calibration as C
 from sweep.validate import evaluator as E
@@ -260,10 +260,12 @@ def test_read_measurements_rejects_bad_tables(tmp_path):
 
 
 def _subset() -> pd.DataFrame:
-    """A small two-publisher table: NVIDIA's TensorRT-LLM rows on H100 and AMD's vLLM rows."""
+    """A small two-publisher table: NVIDIA's TensorRT-LLM rows on H100 (8 static batches, 4 at
+    maximum load) and AMD's vLLM rows (static batches)."""
     use = RAW["usable"].eq("yes")
-    nv = RAW[use & RAW["engine"].eq("trtllm") & RAW["hardware"].eq("h100-sxm")
-             & RAW["load"].eq("static")].head(12)
+    trt = RAW[use & RAW["engine"].eq("trtllm") & RAW["hardware"].eq("h100-sxm")]
+    nv = pd.concat([trt[trt["load"].eq("static")].head(8),
+                    trt[trt["load"].eq("max_load")].head(4)])
     amd = RAW[use & RAW["publisher"].eq("AMD")].head(12)
     unusable = RAW[~use & RAW["publisher"].eq("NVIDIA")].head(2)
     return pd.concat([nv, amd, unusable])
@@ -310,8 +312,14 @@ def test_calibrate_subset_writes_loadable_overlay(tmp_path, capsys):
             assert all(lo <= x <= hi for x in vals), (engine, name, v)
     assert prov["data_sha256"] == V.file_sha256(data)
     assert "sweep calibrate" in prov["command"] and prov["date"]
-    # each held-out publisher, and the pooled row over all of them
-    assert set(prov["leave_one_publisher_out"]) == {"AMD", "NVIDIA", POOLED}
+    # each held-out publisher, the pooled row over all of them, and the pooled row over those at
+    # maximum load or online (issue 19's targets): NVIDIA's 4 maximum-load rows
+    lopo = prov["leave_one_publisher_out"]
+    assert set(lopo) == {"AMD", "NVIDIA", POOLED, SERVED_POOLED}
+    sub = _subset()
+    served = V.served_load(sub) & sub["usable"].eq("yes").to_numpy()
+    assert served.sum() == 4 and set(sub.loc[served, "load"]) == {"max_load"}
+    assert lopo[SERVED_POOLED]["rows"] == 4 < lopo[POOLED]["rows"]
     assert set(prov["unit"]) == {"trtllm.defaults", "vllm.defaults", "pooled"}
     # the shipped overlay is untouched by -o
     assert (shipped.read_bytes() if shipped.exists() else None) == before

@@ -24,6 +24,8 @@ from grids.errors import SpecError
 REPO = Path(__file__).resolve().parents[2]
 #: the row of the leave-one-publisher-out table that pools every held-out row
 POOLED = "all publishers (pooled)"
+#: ... and the row that pools the held-out rows at maximum load or online (issue 19's targets)
+SERVED_POOLED = "maximum-load and online rows (pooled)"
 
 
 def _rel(path: str | Path) -> str:
@@ -147,6 +149,10 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             pooled = pd.concat(held, ignore_index=True)
             lopo[POOLED] = {"rows": int(pooled["status"].ne("unusable").sum()),
                             **summary_line(pooled)}
+            served = pooled[V.served_load(pooled)]
+            if served["status"].eq("used").any():
+                lopo[SERVED_POOLED] = {"rows": int(served["status"].ne("unusable").sum()),
+                                       **summary_line(served)}
     data = args.data or str(V.MEASUREMENTS_CSV)
     command = "sweep calibrate" + "".join(
         f" {k} {v}" for k, v in (("--data", _rel(args.data) if args.data else None),

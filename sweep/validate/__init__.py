@@ -18,6 +18,7 @@ from sweep.validate.report import (
     report_json,
     report_text,
     rows_text,
+    served_load,
     skip_reasons,
     summarize,
 )
@@ -32,5 +33,6 @@ from sweep.validate.scores import (
 __all__ = ["MEASUREMENTS_CSV", "SKIP_NO_FIT", "TARGETS", "Evaluator", "aggregate", "compare",
            "file_sha256", "fmt_error", "mean_abs_log_error", "median_abs_rel_error",
            "median_log_error", "median_rel_error", "parity_plot", "read_measurements", "records",
-           "report_json", "report_text", "rows_text", "skip_reasons", "spearman", "summarize",
+           "report_json", "report_text", "rows_text", "served_load", "skip_reasons", "spearman",
+           "summarize",
            "usable_mask"]

@@ -68,11 +68,23 @@ def aggregate(res: pd.DataFrame, by: str | list[str] | None, *,
         "spearman", "median_rel_error", "bias_log"])
 
 
+#: the loads of served requests (issue 19's targets are on these rows): maximum load and online
+#: (request rate or concurrency); the others are fixed (static) batches
+SERVED_LOADS = ("max_load", "online")
+
+
+def served_load(res: pd.DataFrame) -> np.ndarray:
+    """True for the rows of ``res`` (a compare() frame or measurements) measured at maximum load
+    or online, as the evaluator reads them (``load``, or a batch of ``"max"``)."""
+    return (res["load"].astype(str).isin(SERVED_LOADS).to_numpy()
+            | res["batch"].astype(str).eq("max").to_numpy())
+
+
 #: the standard aggregates: name -> column of compare()'s frame
 AGGREGATES = {"publisher": "publisher", "source": "source", "engine": "engine",
               "release": "release",
               "hardware": "hardware", "metric": "metric", "phase": "phase",
-              "batch": "batch_bucket", "target": "target"}
+              "batch": "batch_bucket", "target": "target", "load": "load"}
 
 
 #: a release (engine and printed version) with fewer used rows gets no bias verdict (a median
@@ -82,7 +94,8 @@ RELEASE_MIN_ROWS = 20
 
 def summarize(res: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """The standard aggregates: overall, per publisher, source, engine, engine release (as
-    printed), device, metric, phase, batch bucket and target family."""
+    printed), device, metric, phase, batch bucket, target family and load (``static``,
+    ``max_load``, ``online``)."""
     res = res.assign(batch_bucket=res["model_batch"].map(batch_bucket),
                      target=res["metric"].map(TARGET_OF).fillna("other"))
     out = {"overall": aggregate(res, None)}
@@ -171,8 +184,8 @@ def report_text(res: pd.DataFrame, title: str, scope: str = "in sample") -> str:
     :func:`verdicts`)."""
     agg = summarize(res)
     parts = [title, ""]
-    for name in ("overall", "target", "metric", "engine", "release", "publisher", "source",
-                 "hardware", "batch"):
+    for name in ("overall", "target", "load", "metric", "engine", "release", "publisher",
+                 "source", "hardware", "batch"):
         parts.append(aggregate_markdown(agg[name], name))
         parts.append("")
     sk = skip_reasons(res)
