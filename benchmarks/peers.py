@@ -74,7 +74,11 @@ def config_json(model: str) -> dict[str, Any]:
 def llm_viewer_call(checkout: Path, workdir: Path) -> Callable[[dict[str, Any]], Any]:
     """LLM-Viewer's per-point call, its analyzers built beforehand (one per model and device)."""
     sys.path.insert(0, str(checkout))
-    from model_analyzer import ModelAnalyzer  # type: ignore[import-not-found]
+    try:
+        from model_analyzer import ModelAnalyzer  # type: ignore[import-not-found]
+    except ImportError:
+        sys.path.remove(str(checkout))
+        raise
 
     analyzers = {}
     for m, name in MODELS.items():

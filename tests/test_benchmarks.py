@@ -179,3 +179,26 @@ def test_memory_budget_figure_and_table():
     table = mb.markdown(res)
     assert "| netcdf | 256MiB | 600 MiB | 230 MiB | 1.45x | 1.0 s | met |" in table
     assert "| zarr | 256MiB | 700 MiB | 230 MiB | 1.84x | 2.0 s | not met |" in table
+
+
+def test_the_peer_benchmark_reports_a_peer_it_cannot_load_and_times_the_rest(tmp_path,
+                                                                              monkeypatch):
+    """benchmarks/peers.py: without a LLM-Viewer checkout, and with llm-analysis not importable,
+    both peers are reported as not measured (with the reason) and the two accel-sweep calls
+    still run; each point of issue 24's 36 is a row sweep.evaluate accepts."""
+    peers = _load("peers")
+    monkeypatch.setitem(sys.modules, "llm_analysis", None)  # import fails as when not installed
+    monkeypatch.setitem(sys.modules, "llm_analysis.analysis", None)
+    calls, missing = peers.paths(None, tmp_path)
+    assert set(calls) == {"`sweep.evaluate`, a dict of one row's values", "`sweep.evaluate_point`"}
+    assert missing["LLM-Viewer `analyze()`"] == "no --llm-viewer checkout given"
+    assert "llm_analysis" in missing["llm-analysis `inference()`"]
+    assert len(peers.POINTS) == 36
+    broken = tmp_path / "not-a-checkout"
+    broken.mkdir()
+    _, missing = peers.paths(broken, tmp_path)
+    assert "LLM-Viewer `analyze()`" in missing  # its module is not there: reported, not raised
+    seen = []
+    assert peers.time_cycle(seen.append, 2) >= 0 and len(seen) == 72
+    row = calls["`sweep.evaluate`, a dict of one row's values"](peers.POINTS[0])
+    assert len(row) == 1 and row["hardware"].iloc[0] == "a100-sxm-80g"
