@@ -16,6 +16,7 @@ from kernels.params import MODE_RATE, MODE_STATIC
 from kernels.roofline import (
     M_CTX,
     R_CONTEXT,
+    X_GW,
     stage_geometry,
     store_infeasible,
 )
@@ -27,7 +28,7 @@ from kernels.static import Prompt, static_batch, static_point, static_prompt
 def stage_static(hw, md, px, batch, pr, ly, mode):
     """The geometry of one compatible (platform, model, precision, layout) and, for a static
     batch, the batch's decode step (for continuous batching the batch's own, unused)."""
-    geo = stage_geometry(hw, md, pr, ly)
+    geo = stage_geometry(hw, md, pr, ly, px[X_GW])
     return static_batch(geo, hw, md, px, pr, ly, batch if mode == MODE_STATIC else 1.0)
 
 

@@ -91,7 +91,7 @@ Geometry = namedtuple("Geometry", (
     "a_pad", "p_lin", "stage_layers", "sf", "moe_stage", "w_read_end",
     "dense_read_dev", "experts_dev", "weights_dev", "dense_read_on", "experts_on", "stored_on",
     "host_bytes", "kv_frac", "kv_reads", "act_per_token_layer", "w_replica", "dev_cap",
-    "cbytes", "t_ovh"))
+    "cbytes", "t_ovh", "place_w1"))
 #: the KV-independent parts of forward passes, from :func:`pass_fixed`
 Pass = namedtuple("Pass", (
     "flops_w", "flops_exp", "experts_read", "act_traffic", "host_traffic", "place", "t_comm",
@@ -363,10 +363,12 @@ def static_reason(hw, md, px, ly):
 
 
 @scalar_jit
-def stage_geometry(hw, md, pr, ly):
+def stage_geometry(hw, md, pr, ly, g_w):
     """Everything about one compatible (platform, model, precision, layout) that depends on no
     workload: head padding, the busiest pipeline stage, the bytes each device holds and reads
-    every pass, the bytes per element of its collectives  [model.md sections 3, 5]."""
+    every pass, the bytes per element of its collectives, and (``g_w``: the platform x
+    precision's weight-streaming factor) the weights' placement on the memory tiers for one pass
+    of a model without routed experts  [model.md sections 3, 5, eq. (8)]."""
     tp = ly[L_TP]
     pp = ly[L_PP]
     ep = ly[L_EP]
@@ -428,9 +430,13 @@ def stage_geometry(hw, md, pr, ly):
     experts_on = experts_dev * on_device
     host_bytes = (dense_dev + experts_dev) * off
     t_ovh = stage_layers * hw[H_OVL]
+    # the weights' placement for one pass of a model without routed experts (:func:`pass_fixed`
+    # reads it instead of placing the same bytes again at every iteration)
+    place_w1 = place_begin(hw, dense_read_on, experts_on, dense_read_on, 0.0, stored_on, g_w)
     return Geometry(a_pad, p_lin, stage_layers, sf, moe_stage, w_read_end, dense_read_dev,
                     experts_dev, weights_dev, dense_read_on, experts_on, stored_on, host_bytes,
-                    kv_frac, kv_reads, act_per_token_layer, w_replica, dev_cap, cbytes, t_ovh)
+                    kv_frac, kv_reads, act_per_token_layer, w_replica, dev_cap, cbytes, t_ovh,
+                    place_w1)
 
 
 @scalar_jit
@@ -473,8 +479,11 @@ def pass_fixed(geo, hw, md, px, pr, ly, g_tok, b_tok, g_heads, n_pass):
     experts_read = geo.experts_on * u * n_pass
     act_traffic = 2.0 * g_tok * md[M_ACT] * geo.sf * pr[P_AB] / tp
     host_traffic = (geo.dense_read_dev + geo.experts_dev * u) * off * n_pass
-    place = place_begin(hw, geo.dense_read_on, geo.experts_on, geo.dense_read_on * n_pass,
-                        experts_read, geo.stored_on, px[X_GW])
+    if n_pass == 1.0 and geo.experts_on <= 0.0:  # the same placement, done once per geometry
+        place = geo.place_w1
+    else:
+        place = place_begin(hw, geo.dense_read_on, geo.experts_on, geo.dense_read_on * n_pass,
+                            experts_read, geo.stored_on, px[X_GW])
     msg = g_tok * md[M_D] * geo.cbytes
     t_ar, alg = allreduce_time(hw, tp, msg / n_pass)
     # bytes the device sends (section 9's link energy): its all-reduces, all-to-alls and the hop
