@@ -73,16 +73,24 @@ def _evaluate(gr, chunk, procs_by_host):
         return gr.evaluate(chunk)
 
 
-def _chunk_arrays_task(gr, chunk, procs_by_host, reducer=None, block_points: int = 0):
-    """netCDF: evaluate a chunk, return ``({name: array}, feasible points, the pieces of the
-    summary's ``reducer``)`` (int8 flags cast). The pieces are reduced here only when the result
-    keeps each point's best layout (the arrays then lack the other layouts the summary reads);
-    else the client reduces the arrays it receives."""
+def _evaluate_chunk(gr, chunk, procs_by_host, reducer, block_points: int
+                    ) -> tuple[dict[str, np.ndarray], int, list]:
+    """Evaluate a chunk on the worker: ``({name: array} as the result stores them (int8 flags
+    cast), feasible points, the pieces of the summary's ``reducer``)``; the feasible points and
+    the pieces come from every layout evaluated, also when the result keeps the best one."""
     out = _evaluate(gr, chunk, procs_by_host)
     every = gr.observed(out)
     parts = ([] if reducer is None else
              gr.reduce(reducer, chunk, gr.metric_views(every, reducer.variables), block_points))
     return gr.chunk_arrays(chunk, out), count_feasible(every), parts
+
+
+def _chunk_arrays_task(gr, chunk, procs_by_host, reducer=None, block_points: int = 0):
+    """netCDF: evaluate a chunk, return ``({name: array}, feasible points, the pieces of the
+    summary's ``reducer``)`` (:func:`_evaluate_chunk`). The pieces are reduced here only when the
+    result keeps each point's best layout (the arrays then lack the other layouts the summary
+    reads); else the client reduces the arrays it receives."""
+    return _evaluate_chunk(gr, chunk, procs_by_host, reducer, block_points)
 
 
 def _zarr_region_task(gr, chunk, store: str, procs_by_host, reducer=None,
@@ -94,18 +102,14 @@ def _zarr_region_task(gr, chunk, store: str, procs_by_host, reducer=None,
     """
     from sweep.results.files import ZarrChunks
 
-    out = _evaluate(gr, chunk, procs_by_host)
-    every = gr.observed(out)  # every layout, also when the result keeps the best one
-    parts = ([] if reducer is None else
-             gr.reduce(reducer, chunk, gr.metric_views(every, reducer.variables), block_points))
-    arrays = gr.chunk_arrays(chunk, out)
+    arrays, feasible, parts = _evaluate_chunk(gr, chunk, procs_by_host, reducer, block_points)
     if not (Path(store) / ".zgroup").exists():
         raise RuntimeError(f"zarr store {store} is gone (run aborted?)")
     chunks = ZarrChunks(store, arrays)
     region = gr.region(chunk)
     for name, arr in arrays.items():
         chunks.write(name, region, arr)
-    return chunk.size(gr.shape), count_feasible(every), parts
+    return chunk.size(gr.shape), feasible, parts
 
 
 def _point_task(gr, names, h: int, rest: tuple[int, ...]) -> dict[str, np.ndarray]:
