@@ -73,8 +73,11 @@ class Measured:
 
 _B1 = "batch 1 as stated"
 _NOT_STATED_B1 = "batch 1 (not stated; as the paragraph's dataflow rows: 3609 / 24,200 = 0.149)"
-#: the SN40L RDU count (not stated; note "SN40L" under the table)
+#: the SN40L RDU count (not stated; note "SN40L" under the table): Llama-3.1-8B on 8 RDUs, and
+#: Llama-3.3-70B on 16, the only count whose HBM streams its weights in the measured 5.6 ms ITL
 _SN8 = "8 RDUs (`tp8`; count not stated, see the SN40L note)"
+_SN16 = ("16 RDUs (`tp16`; count not stated: 8 RDUs' HBM cannot stream the weights in the "
+         "measured ITL, see the SN40L note)")
 _TP_A100 = "4 A100s with tensor parallelism as stated"
 #: likely causes of misses: key -> text (listed under the table). ``{name}`` fields are filled
 #: from the predictions by :func:`scripts.seeds.seed004.cause_values`.
@@ -85,9 +88,9 @@ CAUSES = {
     "sn40l-batch": ("the model's SN40L step on 8 RDUs is {bound_11}-bound and hardly grows with "
                     "batch, so its throughput at batch {batch_11} is {growth_11} its batch-1 "
                     "figure (row 3), where the measured peak is {seed_growth_11} the measured "
-                    "batch-1 throughput; the model's batch-1 SN40L rows are low and this one is "
-                    "high, so the step's growth with batch is what the model misses, not its "
-                    "level alone"),
+                    "batch-1 throughput; the model's batch-1 row is {ratio_3} of the measured and "
+                    "this one {ratio_11}, so the step's growth with batch is what the model "
+                    "misses, not its level"),
     "cs3-batch": ("the model's CS-3 decode step is fixed costs ({bound_10}-bound): the layer "
                   "pipeline on the wafer plus the `cerebras` engine's {cs3_layer_us} us per layer "
                   "x {cs3_layers} layers and {cs3_iter_ms} ms per iteration, set from Cerebras' "
@@ -101,6 +104,13 @@ CAUSES = {
                    "{cs3_idle_kw} kW static power plus {cs3_activity_w} W for the FLOPs and SRAM "
                    "bytes of a batch-1 decode (activity power, docs/model.md section 9), where "
                    "seed 004 saw the chassis ~4.5 kW above its idle"),
+    "sn40l-power": ("the power behind it: the measured Llama-3.3-70B throughput over its tokens/J "
+                    "is {sn_kw_meas_19} kW, what the Llama-3.1-8B run drew on half the RDUs "
+                    "(row 25), so both readings fit a boundary that holds the whole 16-RDU node "
+                    "(section III-C3: rack PDU readings) better than the RDUs that served; the "
+                    "model's 16 RDUs draw {sn_kw_model_19} kW at the system boundary, from the "
+                    "catalog's estimated socket TDP and host share (~10 kW per node, seed 004 "
+                    "Table I)"),
     "gpu-power": ("the model's board power is the static power plus the energy of each phase's "
                   "FLOPs and bytes moved, capped at TDP (docs/model.md section 9; the coefficients "
                   "are not fitted); which runs and phases the seed's power readings cover is not "
@@ -121,6 +131,7 @@ _GPU_POWER = "gpu-power"
 _VLLM_LOAD = "vllm-load"
 _SN_BATCH = "sn40l-batch"
 _CS3_ENERGY = "cs3-energy"
+_SN_POWER = "sn40l-power"
 
 ROWS: tuple[Measured, ...] = (
     Measured("1", "total tokens/s", "a100-sxm-80g", "vllm", "llama-3.1-8b", "tp1", 1, 215.0,
@@ -131,18 +142,18 @@ ROWS: tuple[Measured, ...] = (
     Measured("3", "total tokens/s", "sn40l", "sambaflow", "llama-3.1-8b", "tp8", 1, 2024.0,
              "token/s", "total_throughput", "IV-C, Fig. 7 text", f"{_B1}; {_SN8}",
              cause_low=_SN_TP),
-    Measured("4", "total tokens/s", "sn40l", "sambaflow", "llama-3.3-70b", "tp8", 1, 353.0,
+    Measured("4", "total tokens/s", "sn40l", "sambaflow", "llama-3.3-70b", "tp16", 1, 353.0,
              "token/s", "total_throughput", "IV-C, Fig. 7 text",
-             f"{_B1}; bf16 (the paper's default); {_SN8}", cause_low=_SN_TP),
+             f"{_B1}; bf16 (the paper's default); {_SN16}", cause_low=_SN_TP),
     Measured("5", "total tokens/s", "a100-sxm-80g", "vllm", "llama-3.3-70b", "tp4", 1, 88.0,
              "token/s", "total_throughput", "IV-C, Fig. 7 text",
              f"{_B1}; bf16 (the paper's default); {_TP_A100}"),
-    Measured("6", "TTFT", "sn40l", "sambaflow", "llama-3.3-70b", "tp8", 1, 0.099, "s", "ttft",
-             "IV-C, Fig. 8 text", f"batch 1 (Fig. 8 is at batch 1); {_SN8}"),
+    Measured("6", "TTFT", "sn40l", "sambaflow", "llama-3.3-70b", "tp16", 1, 0.099, "s", "ttft",
+             "IV-C, Fig. 8 text", f"batch 1 (Fig. 8 is at batch 1); {_SN16}"),
     Measured("7", "TTFT", "a100-sxm-80g", "vllm", "llama-3.3-70b", "tp4", 1, 0.091, "s", "ttft",
              "IV-C, Fig. 8 text", f"batch 1 (Fig. 8 is at batch 1); {_TP_A100}"),
-    Measured("8", "ITL", "sn40l", "sambaflow", "llama-3.3-70b", "tp8", 1, 0.0056, "s", "tpot",
-             "IV-C, Fig. 8 text", f"batch 1 (Fig. 8 is at batch 1); {_SN8}",
+    Measured("8", "ITL", "sn40l", "sambaflow", "llama-3.3-70b", "tp16", 1, 0.0056, "s", "tpot",
+             "IV-C, Fig. 8 text", f"batch 1 (Fig. 8 is at batch 1); {_SN16}",
              cause_high=_SN_TP),
     Measured("9", "ITL", "a100-sxm-80g", "vllm", "llama-3.3-70b", "tp4", 1, 0.029, "s", "tpot",
              "IV-C, Fig. 8 text", f"batch 1 (Fig. 8 is at batch 1); {_TP_A100}"),
@@ -183,10 +194,10 @@ ROWS: tuple[Measured, ...] = (
              "token/J", "total_tokens_per_joule", "IV-C, energy paragraph",
              f"{_NOT_STATED_B1}; board power = `power`",
              boundary="accelerator", cause_low=_GPU_POWER),
-    Measured("19", "total tokens/J", "sn40l", "sambaflow", "llama-3.3-70b", "tp8", 1, 0.067,
+    Measured("19", "total tokens/J", "sn40l", "sambaflow", "llama-3.3-70b", "tp16", 1, 0.067,
              "token/J", "total_tokens_per_joule", "IV-C, energy paragraph",
-             f"batch 1 as stated; {_SN8}; rack = `system_power`", boundary="system",
-             cause_low=_SN_TP),
+             f"batch 1 as stated; {_SN16}; rack = `system_power`", boundary="system",
+             cause_low=_SN_POWER),
     Measured("20", "total tokens/J", "a100-sxm-80g", "vllm", "llama-3.3-70b", "tp4", 1, 0.074,
              "token/J", "total_tokens_per_joule", "IV-C, energy paragraph",
              f"batch 1 as stated; {_TP_A100}; board power = `power`",
