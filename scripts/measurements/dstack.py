@@ -35,6 +35,23 @@ PRECISIONS = {
     ),
 }
 MODEL = "llama-3.1-405b"
+#: where the versions come from: the environment dumps (``collect_env``) of the comparison's README
+ENV_SOURCE = (
+    "github.com/dstackai/benchmarks@06c957a comparison/h100sxm5_vs_mi300x/README.md, section "
+    "'Environment'"
+)
+#: (accelerator, checkpoint) -> (vLLM version its environment printed, the README section)
+VERSIONS = {
+    ("h100-sxm", "meta-llama/Llama-3.1-405B-FP8"): ("0.6.3.post2.dev308+gb489fc3c", "Nvidia 8xH100 SXM5"),
+    ("mi300x", "meta-llama/Llama-3.1-405B-FP8"): (
+        "0.6.3.dev109+gcb3b2b9b.d20241010",
+        "AMD 8xMi300x for meta-llama/Llama-3.1-405B-FP8",
+    ),
+    ("mi300x", "amd/Llama-3.1-405B-Instruct-FP8-KV"): (
+        "0.6.4.dev4+gc9fc1608",
+        "AMD 8xMi300x for amd/Llama-3.1-405B-Instruct-FP8-KV",
+    ),
+}
 
 
 def _layout(r: dict[str, str]) -> tuple[int, int, int, str, bool]:
@@ -74,7 +91,6 @@ def _rows(key: str, file: str) -> RowBuilder:
         publisher=PUBLISHER,
         model=MODEL,
         engine="vllm",
-        engine_version="",
         printed={"hardware_raw": "{accelerator} ({label})", "model_raw": "{model_checkpoint}"},
     )
 
@@ -84,14 +100,23 @@ def _point(rows: RowBuilder, r: dict[str, str]) -> tuple[RowBuilder, int, bool]:
     whether its figures are derived from another row."""
     prec, p_note = PRECISIONS[r["model_checkpoint"]]
     devices, tp, dp, l_note, derived = _layout(r)
+    hw = HARDWARE[r["accelerator"]]
+    version, env = VERSIONS[(hw, r["model_checkpoint"])]
+    v_note = (
+        f"{r['framework']}; vLLM {version} as printed by the environment dump of the README's "
+        f"section '{env}' ({ENV_SOURCE}), not by the data table"
+    )
+    if devices == 4:
+        v_note += "; the 4-GPU runs have no section of their own: that of the same checkpoint on 8 GPUs"
     point = rows.point(
         r,
-        hardware=HARDWARE[r["accelerator"]],
+        hardware=hw,
         devices=devices,
         tp=tp or None,
         dp=dp if dp > 1 else None,
         precision=prec,
-        notes=[p_note, l_note, f"{r['framework']}; vLLM version not printed in the data"],
+        engine_version=version,
+        notes=[p_note, l_note, v_note],
     )
     return point, dp, derived
 
@@ -125,6 +150,11 @@ class Offline:
                 f"all {batch} prompts submitted at once (num_prompts, the README's batch): a static "
                 "batch when the KV cache holds them all (the model checks the fit)"
             ]
+            if point.cols["hardware"] == "mi300x":
+                notes.append(
+                    "run with --enforce-eager (no HIP graphs; README section 'Offline Throughput-Latency "
+                    "Benchmark Results'), a per-step host cost the build's overheads do not describe"
+                )
             if derived:
                 skip.append("derived")
                 notes.append(
