@@ -337,3 +337,19 @@ def test_layout_names_parse_back(tp, pp, ep, dp):
     layout = grids.parse_layout(layout_name(tp, pp, ep, dp))
     assert (layout.tp, layout.pp, layout.ep, layout.dp) == (tp, pp, ep, dp)
     assert layout.devices == tp * pp * ep * dp
+
+
+def test_dstack_rows_run_as_the_release_their_environment_printed():
+    """dstack's data tables print no vLLM version, so its rows ran as the default V1 build; the
+    README beside them prints each environment's (collect_env): 0.6.3.post2 on the H100s, 0.6.3.dev
+    and 0.6.4.dev on the MI300Xs by checkpoint. Every dstack row carries its version, and each
+    resolves to the V0 build of that series (vllm@0.6.2)."""
+    from grids.engines.catalog import engine_for_version
+
+    rows = [r for r in ROWS if _key(r["id"]) in ("dstackoff", "dstacksrv")]
+    assert len(rows) == 2 * 93 + 11 * 15
+    by_device = {(r["hardware"], r["precision"]): r["engine_version"] for r in rows}
+    assert by_device[("h100-sxm", "fp8")].startswith("0.6.3.post2")
+    assert by_device[("mi300x", "fp8")].startswith("0.6.3.dev109")
+    assert by_device[("mi300x", "fp8-kv8")].startswith("0.6.4.dev4")
+    assert {engine_for_version(r["engine"], r["engine_version"]) for r in rows} == {"vllm@0.6.2"}
