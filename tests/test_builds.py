@@ -127,7 +127,8 @@ def test_a_measurement_row_runs_as_its_build(engine, version, ref):
 
 def test_a_builds_fitted_section_applies_to_that_build_only(devices):
     """``["vllm@0.6.0"]`` of an overlay holds what was fitted on that release's rows: it comes
-    before the file's fit for that build, at every level, and nothing else reads it."""
+    before the file's fit for that build, at every level, and nothing else reads it but the build
+    that names 0.6.0 as its ``fit_fallback`` (0.6.2, the same V0 engine)."""
     h100 = devices["h100-sxm"]
     overlay = {"vllm": {"vendor": {"NVIDIA": {"iteration_overhead": 0.008}}},
                "vllm@0.6.0": {"defaults": {"iteration_overhead": 0.005}}}
@@ -135,12 +136,45 @@ def test_a_builds_fitted_section_applies_to_that_build_only(devices):
     old = E.resolve("vllm@0.6.0", h100, overlay)
     assert old.iteration_overhead == 0.005
     assert '"vllm@0.6.0".defaults' in old.origin["iteration_overhead"]
-    for other in ("vllm", "vllm@0.10", "vllm@0.6.2"):
+    for other in ("vllm", "vllm@0.10"):
         assert E.resolve(other, h100, overlay).iteration_overhead == 0.008, other
+    assert E.resolve("vllm@0.6.2", h100, overlay).iteration_overhead == 0.005
     # what the build's section does not fit is the file's fit
     assert E.resolve("vllm@0.6.0", devices["mi300x"], overlay).iteration_overhead == 0.005
     assert _same_numbers(E.resolve("vllm@0.6.0", h100, {"vllm": overlay["vllm"]}),
                          old, ("iteration_overhead",)) == []
+
+
+def test_a_build_takes_its_fit_fallbacks_section_after_its_own_and_before_the_files(devices):
+    """vLLM 0.6.0 and 0.6.2 are both the V0 engine; the file's own build (0.10) is V1. A value
+    that the rows of 0.6.2 fit nowhere comes from 0.6.0's section (its ``fit_fallback``), at any
+    of its levels, before the file's fit; 0.6.2's own section still comes first."""
+    h100, mi300x = devices["h100-sxm"], devices["mi300x"]
+    overlay = {"vllm": {"defaults": {"request_overhead": 0.05},
+                        "vendor": {"NVIDIA": {"iteration_overhead": 0.0015}}},
+               "vllm@0.6.0": {"defaults": {"iteration_overhead": 0.0078,
+                                           "request_overhead": 0.013}},
+               "vllm@0.6.2": {"vendor": {"AMD": {"iteration_overhead": 0.014}}}}
+    E.check_overlay(overlay)
+    v0 = E.resolve("vllm@0.6.2", h100, overlay)
+    assert (v0.iteration_overhead, v0.request_overhead) == (0.0078, 0.013)
+    assert '"vllm@0.6.0".defaults' in v0.origin["iteration_overhead"]
+    assert E.resolve("vllm@0.6.2", mi300x, overlay).iteration_overhead == 0.014
+    v1 = E.resolve("vllm", h100, overlay)
+    assert (v1.iteration_overhead, v1.request_overhead) == (0.0015, 0.05)
+    # without the sibling's section the file's fit stands
+    alone = {k: v for k, v in overlay.items() if k != "vllm@0.6.0"}
+    assert E.resolve("vllm@0.6.2", h100, alone).iteration_overhead == 0.0015
+
+
+def test_a_fit_fallback_naming_no_other_build_is_one_clear_error():
+    from grids.engines.parse import _read_builds
+
+    problems: list[str] = []
+    table = {"0.6.0": {"released": "2024-09", "description": "V0", "source": "PyPI",
+                       "matches": ["0.6.0"], "fit_fallback": "0.5"}}
+    _read_builds({"build": "0.10", "builds": table}, "vllm.toml", problems)
+    assert any("fit_fallback = '0.5' names no other build" in p for p in problems), problems
 
 
 @pytest.mark.parametrize("section, why", [

@@ -43,7 +43,7 @@ TOP_KEYS = ("id", "name", "description", "versions", "runs_on", "notes", "defaul
             "class", "device", "delegate", "build", "builds")
 #: what one ``[builds.<name>]`` table holds: texts, the ``matches`` list and level tables
 BUILD_TEXTS = ("released", "description", "source")
-BUILD_KEYS = (*BUILD_TEXTS, "matches", "defaults", "vendor", "class", "device")
+BUILD_KEYS = (*BUILD_TEXTS, "matches", "fit_fallback", "defaults", "vendor", "class", "device")
 
 
 # --------------------------------------------------------------------------------------------
@@ -214,9 +214,21 @@ def _read_builds(raw: dict[str, Any], file: str,
                             f"engine_version of measurement rows that ran this build)")
             matches = []
         levels = _read_levels(b, file, problems, prefix=f"builds.{tomlio.key(name)}.")
+        fallback = b.get("fit_fallback", "")
+        if not isinstance(fallback, str):
+            problems.append(f"{where}: fit_fallback must be the name of another of the file's "
+                            f"builds, got {fallback!r}")
+            fallback = ""
         out[name] = Build(name=name, released=texts["released"],
                           description=texts["description"], source=texts["source"],
-                          matches=tuple(matches), levels=levels)
+                          matches=tuple(matches), levels=levels, fit_fallback=fallback)
+    for name, b in out.items():
+        if b.fit_fallback and (b.fit_fallback == name or b.fit_fallback not in out):
+            others = [n for n in out if n != name]
+            problems.append(f"{file}: [builds.{tomlio.key(name)}] fit_fallback = "
+                            f"{b.fit_fallback!r} names no other build of the file (its other "
+                            f"builds: {', '.join(others) or 'none'}; the file's own build "
+                            f"{own!r} is the fallback of every build already)")
     return own, out
 
 

@@ -43,6 +43,10 @@ class Build:
     source: str
     matches: tuple[str, ...]
     levels: Levels
+    #: another build of the file whose fitted values (its overlay section) this build takes where
+    #: its own rows fit none, before the file's fit: a release of the same engine generation,
+    #: closer to this one than the file's own build ("" = none)
+    fit_fallback: str = ""
 
 
 @dataclass(frozen=True)

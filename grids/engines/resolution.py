@@ -10,13 +10,14 @@ parameter, fitted on the rows of every engine with measurements (issue 20: a sta
 is not assumed perfect). An engine with a ``[delegate]`` table (``native``) hands each device to
 another engine, most specific key first. An engine loaded as ``<id>@<build>`` (one of its file's
 ``[builds]``) takes every value that build states first, at any level, then the values fitted on
-that release's own rows (the overlay's ``[<id>@<build>]`` section): the file's tables and their
-fit describe another release.
+that release's own rows (the overlay's ``[<id>@<build>]`` section), then those fitted on the rows
+of the build it names as ``fit_fallback`` (a release of the same generation): the file's tables and
+their fit describe another release.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,16 +64,17 @@ _ABSENT_MEANS = {"in_switch_overhead": "the library does not reduce inside the s
 def _resolve_levels(engine: Engine, device: Device,
                     fitted: Mapping[tuple[str, str], Mapping[str, Value]],
                     pooled: Mapping[str, Value] | None = None,
-                    build_fitted: Mapping[tuple[str, str], Mapping[str, Value]] | None = None,
+                    build_fitted: Sequence[Mapping[tuple[str, str], Mapping[str, Value]]] = (),
                     ) -> EngineParams:
     base = device.base or device.id
     order = (("device", base), ("vendor", device.vendor), ("class", device.cls), ("defaults", ""))
     # what a build states replaces, at every level, the file's value (which describes another
     # release) and its fit; so does what was fitted on the build's own rows (its overlay section
-    # ``[<id>@<build>]``); what neither gives is the file's build's, fitted or not
+    # ``[<id>@<build>]``), then what was fitted on its ``fit_fallback`` build's rows; what none
+    # gives is the file's build's, fitted or not
     build = engine.active.levels if engine.active is not None else {}
     chain = [build.get(lvl, {}) for lvl in order]
-    chain += [(build_fitted or {}).get(lvl, {}) for lvl in order]
+    chain += [fit.get(lvl, {}) for fit in build_fitted for lvl in order]
     for lvl in order:
         chain.append(fitted.get(lvl, {}))  # a fitted value beats the file at the same level
         chain.append(engine.levels.get(lvl, {}))
@@ -193,10 +195,16 @@ def _resolve(eng: Engine, device: Device, overlay: Mapping[str, Any],
     # build, loaded as <id>@<its build>, has no section of its own: it is [<id>])
     build_fitted = (_overlay_levels(overlay, eng.id, problems) if eng.active is not None
                     else {})
+    fits = [build_fitted]
+    # where the build's own rows fit nothing, the build it names (``fit_fallback``, a release of
+    # the same generation) comes before the file's fit, which describes another generation
+    if eng.active is not None and eng.active.fit_fallback:
+        fits.append(_overlay_levels(overlay, f"{eng.file_id}@{eng.active.fit_fallback}",
+                                    problems))
     pooled = _pooled_level(overlay, problems)
     if problems:
         raise SpecError(problems, "engine overlay")
-    params = _resolve_levels(eng, device, fitted, pooled, build_fitted)
+    params = _resolve_levels(eng, device, fitted, pooled, fits)
     if note:
         params.origin.update({k: v + note for k, v in params.origin.items()})
     return params
