@@ -18,16 +18,19 @@ from hypothesis import strategies as st
 
 import grids
 from grids.errors import SpecError
-from scripts.measurements import SOURCES
+from scripts.measurements import SOURCES, STAGED
 from scripts.measurements import __main__ as cli
 from scripts.measurements.common import (
     INPUTS,
     LITTLES_RE,
     OUT_CSV,
     SCHEMA_PATH,
+    STAGED_CSV,
+    check_rows,
     layout_name,
     littles_law,
     read_raw,
+    round_half_up,
 )
 from sweep.validate import measurements as M
 
@@ -80,8 +83,9 @@ def test_check_detects_a_stale_csv_and_build_refuses_missing_inputs(tmp_path, ca
 
 
 def test_vendored_inputs_are_the_ones_the_sources_name():
-    assert {s.FILE for s in SOURCES} == {p.name for p in INPUTS.glob("*.csv")}
-    assert len({s.KEY for s in SOURCES}) == len(SOURCES)
+    both = (*SOURCES, *STAGED)
+    assert {s.FILE for s in both} == {p.name for p in INPUTS.glob("*.csv")}
+    assert len({s.KEY for s in both}) == len(both)
 
 
 # ------------------------------------------------------------------------------ schema and rows
@@ -266,6 +270,8 @@ def test_littles_law_rows_recompute():
     online = [r for r in ROWS if r["load"] == "online" and r["batch"]]
     assert len(online) > 100
     for r in online:
+        if "closed loop at --max-concurrency" in r["mapping_note"]:
+            continue  # the client holds the concurrency: batch = --max-concurrency, not derived
         m = LITTLES_RE.search(r["mapping_note"])
         assert m, r["id"]
         rate, replicas, e2e, batch = Decimal(m[1]), int(m[2]), Decimal(m[3]), int(m[4])
@@ -353,3 +359,88 @@ def test_dstack_rows_run_as_the_release_their_environment_printed():
     assert by_device[("mi300x", "fp8")].startswith("0.6.3.dev109")
     assert by_device[("mi300x", "fp8-kv8")].startswith("0.6.4.dev4")
     assert {engine_for_version(r["engine"], r["engine_version"]) for r in rows} == {"vllm@0.6.2"}
+
+
+# ------------------------------------------------------------------------------ staged sources
+
+STAGED_ROWS = list(csv.DictReader(STAGED_CSV.open(newline="", encoding="utf-8")))
+
+
+def test_staged_table_is_a_fresh_build_of_the_staged_sources_and_not_the_shipped_one(tmp_path):
+    """The staged sources build into their own table (docs/measurements.md, "Staged sources"):
+    byte-identical to a fresh build, checked like the shipped one, none of its rows in the
+    shipped table that the calibration reads."""
+    out = tmp_path / "staged.csv"
+    assert cli.main(["--staged", "--out", str(out)]) == 0
+    assert out.read_bytes() == STAGED_CSV.read_bytes()
+    assert check_rows(STAGED_ROWS) == []
+    assert {_key(r["id"]) for r in STAGED_ROWS} == {s.KEY for s in STAGED}
+    assert not {s.KEY for s in STAGED} & {s.KEY for s in SOURCES}
+    assert not {r["id"] for r in STAGED_ROWS} & set(BY_ID)
+    raw = {s.KEY: len(_raw(s.FILE)) for s in STAGED}
+    assert raw == {"gpustack": 138, "vllmv1": 13}
+    assert {r["publisher"] for r in STAGED_ROWS if r["id"].startswith("gpustack-")} == {"GPUStack"}
+    assert {r["publisher"] for r in STAGED_ROWS if r["id"].startswith("vllmv1-")} == {"vLLM"}
+
+
+def test_staged_counts_in_the_docs_are_current():
+    from scripts.measurements.common import summary
+
+    parts, problems = cli.build(INPUTS, STAGED)
+    assert problems == []
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "measurements.md").read_text(encoding="utf-8")
+    assert summary(parts) in docs
+
+
+def test_staged_vllm_rows_run_as_the_default_build_and_bursts_stay_out_of_the_fit():
+    """The GPUStack and vllm-project vLLM rows are vLLM 0.8 or later (the V1 engine): each
+    resolves to the default build, never to a V0 build. Runs at an unlimited request rate (a
+    burst of every request at once), of any engine, are flagged and not usable; the closed-loop
+    runs (a fixed --max-concurrency) hold that concurrency as their batch and the measured
+    request throughput as their rate, so their tokens/s rows repeat the rate and only their TTFT
+    and TPOT are checks."""
+    from grids.engines.catalog import engine_for_version
+
+    vllm = [r for r in STAGED_ROWS if r["engine"] == "vllm"]
+    assert {engine_for_version("vllm", r["engine_version"]) for r in vllm} == {"vllm"}
+    assert {r["engine"] for r in STAGED_ROWS} == {"vllm", "sglang", "trtllm"}
+    burst = SCHEMA["skip_reasons"]["burst"]
+    for r in STAGED_ROWS:
+        if r["load"] in ("max_load", "static"):
+            assert burst in r["skip_reason"].split("; "), r["id"]
+            assert r["usable"] == "no", r["id"]
+        else:
+            assert burst not in r["skip_reason"], r["id"]
+    closed = [r for r in STAGED_ROWS if r["load"] == "online"]
+    assert closed and all(r["batch"] and r["request_rate"] for r in closed)
+    raw = {(s.KEY, i): r for s in STAGED for i, r in enumerate(_raw(s.FILE), 1)}
+    for r in closed:
+        number = int(r["id"].split("-")[1])
+        assert int(r["batch"]) == int(raw[(_key(r["id"]), number)]["max_concurrency"]), r["id"]
+        if r["metric"] in ("throughput", "total_throughput"):
+            assert r["usable"] == "no" and "closed loop" in r["mapping_note"], r["id"]
+    assert {r["metric"] for r in closed if r["usable"] == "yes"} == {"ttft", "tpot"}
+
+
+def test_staged_lengths_are_the_runs_mean_tokens_and_a_block_printed_twice_counts_once():
+    """ShareGPT runs print their token totals: a row's context and output are the totals over
+    the completed requests, rounded half up. A result block that a page prints in two sections
+    is one run: the second copy is a duplicate."""
+    checked = 0
+    for src in STAGED:
+        for i, r in enumerate(_raw(src.FILE), 1):
+            done = r["completed"] or r["num_prompts"]
+            if not (r["total_input_tokens"] and r["total_output_tokens"] and done):
+                continue
+            isl = round_half_up(Decimal(r["total_input_tokens"]) / Decimal(done))
+            osl = round_half_up(Decimal(r["total_output_tokens"]) / Decimal(done))
+            for t in (t for t in STAGED_ROWS if t["id"].startswith(f"{src.KEY}-{i:03d}-")):
+                assert (int(t["context"]), int(t["output_len"])) == (isl, osl), t["id"]
+                checked += 1
+    assert checked > 100
+    dup = SCHEMA["skip_reasons"]["dup"]
+    dups = {_key(r["id"]) + "-" + r["id"].split("-")[1] for r in STAGED_ROWS
+            if dup in r["skip_reason"].split("; ")}
+    assert dups == {"gpustack-137"}
+    assert all("raw row 130" in r["mapping_note"] for r in STAGED_ROWS
+               if r["id"].startswith("gpustack-137-"))

@@ -5,6 +5,7 @@ One module per source: a converter from the raw rows of its transcription to tid
 of ``sweep/data/measurements/schema.toml``. :data:`SOURCES` lists them in table order; each has
 ``KEY`` (the id prefix), ``FILE`` (its input), ``NAME``, ``RAW_ROWS`` (rows the input must have) and
 ``convert(path) -> Converted``; its rows come from the row builder of :mod:`.row_builder`.
+:data:`STAGED` lists the sources of the staged table (``--staged``), in the same form.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from scripts.measurements import (
     amd_mi300x,
     apex_plus,
+    bench_serve,
     dstack,
     gb200_blogs,
     intel_gaudi,
@@ -47,4 +49,12 @@ SOURCES = (
     tpu_recipes,
     gb200_blogs.SGLang,
     gb200_blogs.VLLM,
+)
+
+#: transcribed and checked, built into their own table (``python -m scripts.measurements
+#: --staged``, :data:`~scripts.measurements.common.STAGED_CSV`), not into the shipped one that
+#: calibrates the model: what keeps them out is said in docs/measurements.md ("Staged sources")
+STAGED = (
+    bench_serve.GPUStack,
+    bench_serve.VLLMProject,
 )

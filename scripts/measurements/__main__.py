@@ -1,4 +1,5 @@
-"""``python -m scripts.measurements [--inputs DIR] [--out CSV] [--check] [--validate CSV] [--summary]``
+"""``python -m scripts.measurements [--inputs DIR] [--out CSV] [--staged] [--check] [--validate CSV]
+[--summary]``
 
 Without options: convert every source of ``--inputs`` (default ``scripts/measurements/inputs/``),
 check the rows against the schema and the catalogs, and write ``sweep/data/measurements/
@@ -6,7 +7,8 @@ measurements.csv``. Nothing is written when an input is missing, has an unexpect
 or a row fails a check. ``--check``: build in memory and verify that the shipped CSV equals the
 fresh build (exit 1 and the first differences otherwise). ``--validate CSV``: check a file in the
 table's format (your own measurements) against the schema. ``--summary``: print the row counts
-(the tables of docs/measurements.md).
+(the tables of docs/measurements.md). ``--staged``: the same for the staged sources (their own
+table, ``sweep/data/measurements/staged.csv``, not fitted; docs/measurements.md "Staged sources").
 """
 
 from __future__ import annotations
@@ -17,17 +19,27 @@ import io
 import sys
 from pathlib import Path
 
-from scripts.measurements import SOURCES
-from scripts.measurements.common import COLUMNS, INPUTS, OUT_CSV, Converted, check_rows, read_raw, summary
+from scripts.measurements import SOURCES, STAGED
+from scripts.measurements.common import (
+    COLUMNS,
+    INPUTS,
+    OUT_CSV,
+    STAGED_CSV,
+    Converted,
+    check_rows,
+    read_raw,
+    summary,
+)
 
 
-def build(inputs: Path) -> tuple[list[tuple[str, str, Converted]], list[str]]:
-    """Convert every source; returns the parts and the problems (empty when the build is good)."""
-    missing = [s.FILE for s in SOURCES if not (inputs / s.FILE).is_file()]
+def build(inputs: Path, sources=SOURCES) -> tuple[list[tuple[str, str, Converted]], list[str]]:
+    """Convert every source (default: the shipped table's); returns the parts and the problems
+    (empty when the build is good)."""
+    missing = [s.FILE for s in sources if not (inputs / s.FILE).is_file()]
     if missing:
         return [], [f"missing inputs in {inputs}: {', '.join(missing)}"]
     parts, problems = [], []
-    for src in SOURCES:
+    for src in sources:
         path = inputs / src.FILE
         n = len(read_raw(path))
         if n != src.RAW_ROWS:
@@ -62,7 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--inputs", type=Path, default=INPUTS, help="directory of the raw inputs (default: %(default)s)"
     )
-    ap.add_argument("--out", type=Path, default=OUT_CSV, help="CSV to write (default: %(default)s)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help=f"CSV to write (default: {OUT_CSV}; with --staged {STAGED_CSV})")
+    ap.add_argument("--staged", action="store_true",
+                    help="build the staged sources' table instead of the shipped one")
     ap.add_argument(
         "--check", action="store_true", help="verify that --out equals a fresh build; write nothing"
     )
@@ -84,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.validate}: {len(rows)} rows, no problems")
         return 0
 
-    parts, problems = build(args.inputs)
+    args.out = args.out or (STAGED_CSV if args.staged else OUT_CSV)
+    parts, problems = build(args.inputs, STAGED if args.staged else SOURCES)
     if problems:
         _report(problems)
         print(f"nothing written; {args.out} is unchanged", file=sys.stderr)

@@ -15,7 +15,16 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
-from scripts.measurements.common import KV_NOT_STATED, Converted, fmt, ms, num, read_raw, round_half_up
+from scripts.measurements.common import (
+    KV_NOT_STATED,
+    SERVING_METRICS,
+    Converted,
+    fmt,
+    ms,
+    num,
+    read_raw,
+    round_half_up,
+)
 from scripts.measurements.row_builder import RowBuilder
 
 PUBLISHER = "dstack"
@@ -204,20 +213,6 @@ class Offline:
         )
 
 
-#: (id suffix, raw column, metric, statistic)
-SERVING = (
-    ("throughput", "output_tokens_per_s", "throughput", None),
-    ("total_throughput", "total_tokens_per_s", "total_throughput", None),
-    ("ttft-mean", "mean_ttft_ms", "ttft", "mean"),
-    ("ttft-median", "median_ttft_ms", "ttft", "median"),
-    ("ttft-p99", "p99_ttft_ms", "ttft", "p99"),
-    ("tpot-mean", "mean_tpot_ms", "tpot", "mean"),
-    ("tpot-median", "median_tpot_ms", "tpot", "median"),
-    ("tpot-p99", "p99_tpot_ms", "tpot", "p99"),
-    ("itl-mean", "mean_itl_ms", "tpot", "mean"),
-    ("itl-median", "median_itl_ms", "tpot", "median"),
-    ("itl-p99", "p99_itl_ms", "tpot", "p99"),
-)
 MAX_LOAD_QPS = Decimal(1000)
 
 
@@ -278,7 +273,7 @@ class Serving:
                 skip=skip,
                 notes=notes,
             )
-            for suffix, col, metric, stat in SERVING:
+            for suffix, col, metric, stat in SERVING_METRICS:
                 mskip, mnotes = [], []
                 if metric in ("throughput", "total_throughput"):
                     value = num(r[col])
