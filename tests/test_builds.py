@@ -190,8 +190,11 @@ def test_an_overlay_section_of_an_unknown_build_is_one_clear_error(section, why)
 
 def test_by_build_the_rows_of_a_release_fit_its_own_section():
     """``sweep calibrate --by-build``: the rows whose engine_version names a build are units of
-    their own (``vllm@0.6.0.defaults``) and leave the file's units; without it every row fits
-    the file's sections, as the shipped overlay was fitted."""
+    their own and leave the file's units; a build measured on one vendor only fits that vendor's
+    section (``vllm@0.6.0.vendor.NVIDIA``: APEX+'s H100 rows), so that its host costs do not
+    reach the build's other vendors, while a build with rows of two vendors (0.6.2: dstack's
+    H100 and MI300X) fits its defaults and then each vendor as the file's units do. Without it
+    every row fits the file's sections, as the shipped overlay was fitted."""
     from sweep import validate as V
     from sweep.validate import calibration as C
 
@@ -202,8 +205,11 @@ def test_by_build_the_rows_of_a_release_fit_its_own_section():
     refs = np.array(ev.engine_ref, dtype=object)
     assert (refs == "vllm@0.6.0").sum() >= 20 and (refs == "vllm").sum() >= 20
     split = {u.name: u for u in C.plan_units(ev, 20, by_build=True)}
-    assert {"vllm.defaults", "vllm@0.6.0.defaults"} <= set(split)
-    assert set(refs[split["vllm@0.6.0.defaults"].rows]) == {"vllm@0.6.0"}
+    assert {"vllm.defaults", "vllm@0.6.0.vendor.NVIDIA", "vllm@0.6.2.defaults"} <= set(split)
+    assert "vllm@0.6.0.defaults" not in split
+    assert set(refs[split["vllm@0.6.0.vendor.NVIDIA"].rows]) == {"vllm@0.6.0"}
+    assert set(np.asarray(ev.vendors)[split["vllm@0.6.0.vendor.NVIDIA"].rows]) == {"NVIDIA"}
+    assert set(np.asarray(ev.vendors)[split["vllm@0.6.2.defaults"].rows]) == {"NVIDIA", "AMD"}
     assert "vllm@0.6.0" not in set(refs[split["vllm.defaults"].rows])
     whole = {u.name: u for u in C.plan_units(ev, 20)}
     assert not any("@" in name for name in whole)

@@ -177,7 +177,9 @@ def plan_units(ev: Evaluator, min_rows: int, by_build: bool = False) -> list[Uni
     With ``by_build`` a release is its own engine: the rows that run as one of a file's
     ``[builds]`` (``vllm@0.6.0``, by their ``engine_version``) fit that build's overlay section,
     and only the rest fit the file's (``vllm``), so one release's behaviour is not charged to
-    another; a build with fewer than ``min_rows`` rows is not fitted and inherits the file's fit.
+    another; a build with fewer than ``min_rows`` rows is not fitted and inherits the file's fit
+    (or its ``fit_fallback`` build's); a build whose rows are all of one vendor fits that vendor's
+    section only (``vllm@0.6.0.vendor.NVIDIA``), so that its other vendors keep their own fits.
     Without it every row fits its file's sections, whatever its release."""
     rows = ev.rows
     stated = ~ev.engine_assumed
@@ -190,9 +192,15 @@ def plan_units(ev: Evaluator, min_rows: int, by_build: bool = False) -> list[Uni
         idx = np.flatnonzero(sel)
         if len(idx) < min_rows:  # too few to fit: the file's values (a build: its file's fit) stand
             continue
+        vs = sorted(set(vendors.iloc[idx]))
+        if "@" in engine and len(vs) == 1:
+            # a build measured on one vendor only: its fit is that vendor's, so the build's other
+            # vendors keep the file's (vendor) fit instead of another vendor's host costs
+            units.append(Unit(engine, "vendor", vs[0], idx,
+                              unit_params(rows.iloc[idx], dtypes.iloc[idx])))
+            continue
         units.append(Unit(engine, "defaults", "", idx, unit_params(rows.iloc[idx],
                                                                    dtypes.iloc[idx])))
-        vs = sorted(set(vendors.iloc[idx]))
         if len(vs) < 2:
             continue
         for v in vs:
