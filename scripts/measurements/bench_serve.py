@@ -5,7 +5,7 @@ run (columns and rules: docs/measurements.md, "Benchmark result blocks"). Two tr
 
 * :class:`GPUStack`: GPUStack's Performance Lab pages (github.com/gpustack/gpustack,
   docs/performance-lab/): each engine's runs on H100, H200 and A100 (vLLM 0.10.2-0.11.0 with the
-  V1 engine, SGLang 0.5, TensorRT-LLM 1.x), ShareGPT and fixed-length random prompts;
+  V1 engine, SGLang 0.5.3-0.5.5, TensorRT-LLM 1.0 and 1.2.0rc1), ShareGPT and fixed-length random prompts;
 * :class:`VLLMProject`: runs of vLLM's V1 engine on NVIDIA printed in vllm-project pull requests,
   issues and the vLLM blog.
 
