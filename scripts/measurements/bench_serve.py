@@ -28,8 +28,9 @@ import re
 from decimal import Decimal
 from pathlib import Path
 
-from scripts.measurements.common import SERVING_METRICS, Converted, fmt, ms, num, read_raw, round_half_up
+from scripts.measurements.common import Converted, fmt, num, read_raw, round_half_up
 from scripts.measurements.row_builder import RowBuilder
+from scripts.measurements.serving_block import serving_rows
 
 #: printed model -> catalog id
 MODELS = {
@@ -265,37 +266,7 @@ def _serving(point: RowBuilder, i: int, r: dict[str, str], source: str) -> list[
     run = point.point(
         source=source, load=load, batch=batch, batch_cap=cap, request_rate=req, skip=burst, notes=notes
     )
-    rows = []
-    for suffix, col, metric, stat in SERVING_METRICS:
-        if not r[col]:
-            continue
-        mskip, mnotes = [], []
-        if metric in ("throughput", "total_throughput"):
-            value = num(r[col])
-            if load == "online" and r["max_concurrency"]:
-                mskip.append("repeat")
-                mnotes.append(
-                    "closed loop: the request rate given is this run's own throughput, so tokens/s = "
-                    "rate x tokens per request is no separate check"
-                )
-            elif metric == "total_throughput" and r["output_tokens_per_s"]:
-                mskip.append("repeat")
-                mnotes.append(f"the output tokens/s row {run.row_id(i, suffix='throughput')} is kept")
-        else:
-            value = ms(r[col])
-            if stat == "p99":
-                mskip.append("p99")
-            elif suffix.startswith("itl") and r[f"{stat}_tpot_ms"]:
-                mskip.append("repeat")
-                mnotes.append(f"ITL beside TPOT: the {stat} TPOT row is kept")
-            elif stat == "median" and r[f"mean_{metric}_ms"]:
-                mskip.append("repeat")
-                mean_id = run.row_id(i, suffix=f"{metric}-mean")
-                mnotes.append(f"the mean {metric.upper()} row {mean_id} is kept")
-            if metric == "ttft" and load == "max_load":
-                mskip.append("queueing")
-        rows.append(run.row(i, metric, value, suffix=suffix, statistic=stat, skip=mskip, notes=mnotes))
-    return rows
+    return serving_rows(run, i, r, load, own_rate=bool(r["max_concurrency"]))
 
 
 def _offline(point: RowBuilder, i: int, r: dict[str, str], source: str) -> list[dict[str, str]]:

@@ -222,22 +222,6 @@ def catalog_reasons(hardware: str, model: str) -> list[str]:
 
 KV_NOT_STATED = "KV dtype not stated (the scheme's default KV precision)"
 
-#: the result block of vLLM's serving benchmark (`benchmark_serving.py`, `vllm bench serve`):
-#: (id suffix, raw column, metric, statistic) of each printed quantity
-SERVING_METRICS = (
-    ("throughput", "output_tokens_per_s", "throughput", None),
-    ("total_throughput", "total_tokens_per_s", "total_throughput", None),
-    ("ttft-mean", "mean_ttft_ms", "ttft", "mean"),
-    ("ttft-median", "median_ttft_ms", "ttft", "median"),
-    ("ttft-p99", "p99_ttft_ms", "ttft", "p99"),
-    ("tpot-mean", "mean_tpot_ms", "tpot", "mean"),
-    ("tpot-median", "median_tpot_ms", "tpot", "median"),
-    ("tpot-p99", "p99_tpot_ms", "tpot", "p99"),
-    ("itl-mean", "mean_itl_ms", "tpot", "mean"),
-    ("itl-median", "median_itl_ms", "tpot", "median"),
-    ("itl-p99", "p99_itl_ms", "tpot", "p99"),
-)
-
 
 # ------------------------------------------------------------------------------------------------
 # checks of a built table

@@ -17,15 +17,14 @@ from pathlib import Path
 
 from scripts.measurements.common import (
     KV_NOT_STATED,
-    SERVING_METRICS,
     Converted,
     fmt,
-    ms,
     num,
     read_raw,
     round_half_up,
 )
 from scripts.measurements.row_builder import RowBuilder
+from scripts.measurements.serving_block import serving_rows
 
 PUBLISHER = "dstack"
 HARDWARE = {
@@ -273,33 +272,7 @@ class Serving:
                 skip=skip,
                 notes=notes,
             )
-            for suffix, col, metric, stat in SERVING_METRICS:
-                mskip, mnotes = [], []
-                if metric in ("throughput", "total_throughput"):
-                    value = num(r[col])
-                    if metric == "total_throughput":
-                        mskip.append("repeat")
-                        mnotes.append(
-                            f"total = output x (input + output tokens) / output tokens: the output row "
-                            f"{point.row_id(i, suffix='throughput')} is kept"
-                        )
-                else:
-                    value = ms(r[col])
-                    if stat == "p99":
-                        mskip.append("p99")
-                    elif suffix.startswith("itl"):
-                        mskip.append("repeat")
-                        mnotes.append(
-                            "ITL (all inter-token gaps) beside TPOT: the mean TPOT row "
-                            f"{point.row_id(i, suffix='tpot-mean')} is kept"
-                        )
-                    elif stat == "median":
-                        mskip.append("repeat")
-                        mean_id = point.row_id(i, suffix=f"{metric}-mean")
-                        mnotes.append(f"the mean {metric.upper()} row {mean_id} is kept")
-                    if metric == "ttft" and load == "max_load":
-                        mskip.append("queueing")
-                out.append(run.row(i, metric, value, suffix=suffix, statistic=stat, skip=mskip, notes=mnotes))
+            out += serving_rows(run, i, r, load)
         return Converted(
             out,
             len(raw),
