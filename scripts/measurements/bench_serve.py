@@ -259,8 +259,9 @@ def _serving(point: RowBuilder, i: int, r: dict[str, str], source: str) -> list[
             f"benchmark's default{'' if rate_text else ', not printed'}): maximum load, batch_cap = "
             f"{'max_num_seqs ' + r['max_num_seqs'] if cap else 'the build default max_num_seqs'}"
         )
-    else:
-        return []
+    else:  # an open-loop rate needs the run's mean e2e (Little's law), which blocks do not print
+        raise ValueError(f"raw row {i}: request rate {r['request_rate']!r} without --max-concurrency: "
+                         "an open-loop run is not converted (no tidy row would say so)")
     if r["request_throughput"]:
         notes.append(f"measured request throughput {r['request_throughput']} req/s (folded into this note)")
     run = point.point(
