@@ -38,8 +38,7 @@ def table(res: pd.DataFrame) -> str:
     """The markdown tables: every run, then medians by engine and device."""
     res = res[res["status"].eq("used")].copy()
     res["ratio"] = res["predicted"] / res["measured"]
-    res["run"] = res["id"].str.rsplit("-", n=1).str[0].where(
-        ~res["id"].str.endswith("-mean"), res["id"].str.rsplit("-", n=2).str[0])
+    res["run"] = res["id"].str.extract(r"^([a-z0-9]+-\d+)-", expand=False)  # source key, row
     piv = res.pivot_table(index=["run", "engine", "hardware", "model", "precision", "parallelism",
                                  "context", "output_len"],
                           columns="metric", values=["measured", "predicted", "ratio"],
