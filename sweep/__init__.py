@@ -18,12 +18,14 @@ from sweep import siblings as _siblings  # noqa: F401 - checks kernels and grids
 from grids.errors import SpecError
 from sweep.analysis import accessor as _accessor  # registers the ds.sweep accessor
 from sweep.execute import grid as _grid
+from sweep.execute.finite import finite_run
 from sweep.execute.local import run
 from sweep.execute.point import evaluate, evaluate_point
 from sweep.results.files import open_result as open
 from sweep.results.units import unit_registry
 
-__all__ = ["SpecError", "evaluate", "evaluate_point", "open", "report", "run", "unit_registry"]
+__all__ = ["SpecError", "evaluate", "evaluate_point", "finite_run", "open", "report", "run",
+           "unit_registry"]
 
 
 def report(ds, path="report.html", title: str | None = None):

@@ -308,7 +308,8 @@ def simulate(hw: dict, md: dict, px: dict, pr: dict, ly: dict, conc: int, contex
 
 def simulate_offline(hw: dict, md: dict, px: dict, pr: dict, ly: dict, n_requests: int,
                      context: float, output_len: float, *, conc: int | None = None,
-                     max_iterations: int = 2_000_000) -> OfflineResult:
+                     max_iterations: int = 2_000_000,
+                     outputs: list[float] | None = None) -> OfflineResult:
     """An offline benchmark as ``trtllm-bench throughput`` and vLLM's ``benchmark_throughput``
     run it: ``n_requests`` identical requests (``context`` prompt, ``output_len`` generated
     tokens) all queued at time 0 and served to the last, at most ``conc`` (default: the
@@ -316,8 +317,15 @@ def simulate_offline(hw: dict, md: dict, px: dict, pr: dict, ly: dict, n_request
     What such a benchmark reports is the output tokens over the whole run's time, ramp-up and
     drain included; with identical lengths the requests admitted together finish together, so
     the prompts keep arriving in bunches instead of spread over the decodes (the steady state
-    of docs/model.md section 13.2 assumes the latter)."""
+    of docs/model.md section 13.2 assumes the latter). ``outputs``: each request's own output
+    length instead (``n_requests`` of them, served in that order; their mean stands for
+    ``output_len`` in the sizes), the finite run of section 13.7."""
     s, o = float(context), float(output_len)
+    if outputs is not None:
+        if len(outputs) != n_requests:
+            raise ValueError("outputs: one length per request")
+        o = sum(outputs) / n_requests
+    lengths = list(outputs) if outputs is not None else [o] * int(n_requests)
     budget = hw["prefill_chunk"]
     chunked = hw["chunked_prefill"] != 0
     mixed = hw["mixed_batching"] != 0
@@ -333,7 +341,8 @@ def simulate_offline(hw: dict, md: dict, px: dict, pr: dict, ly: dict, n_request
     while (waiting or active) and iterations < max_iterations:
         iterations += 1
         while waiting and len(active) < running:
-            active.append(Request(arrival=0.0, out=o, admitted=True))
+            active.append(Request(arrival=0.0, out=float(lengths[n_requests - waiting]),
+                                  admitted=True))
             waiting -= 1
         decoding = [r for r in active if r.prefilled >= s]
         prefilling = [r for r in active if r.prefilled < s]
@@ -353,7 +362,7 @@ def simulate_offline(hw: dict, md: dict, px: dict, pr: dict, ly: dict, n_request
         done += len(finished)
         active = [r for r in active if not (r.prefilled >= s and r.generated >= r.out)]
     notes = [] if done == n_requests else [f"stopped after {iterations} iterations"]
-    return OfflineResult(tokens_per_s=done * o / t if t > 0 else math.nan, seconds=t,
+    return OfflineResult(tokens_per_s=sum(lengths[:done]) / t if t > 0 else math.nan, seconds=t,
                          concurrency=running, iterations=iterations, completed=done,
                          notes=notes)
 

@@ -1,0 +1,192 @@
+"""Finite runs (``sweep.finite_run``, docs/model.md section 13.7): a data set of requests queued
+at once and served to the last, against the offline simulator (``tests/serving_sim.py``
+``simulate_offline`` with each request's own output length), and the run's properties.
+
+Measured spread of the fluid model against the simulator (``python -m scripts.finite_check``,
+51 feasible draws of seed 7): median 1.3%, 96% within 10%, worst 15.6% (lengths with a small
+spread, cv 0.5, whose admissions still come in waves that the expected values smooth out).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from grids.errors import SpecError
+from kernels.params import MODE_CONTINUOUS
+from sweep.execute.finite import finite_run, fluid_run, length_pmf
+from tests.serving_sim import simulate_offline
+from tests.test_serving import COMBOS, ENGINES, M, _evaluate, _rows
+
+#: fluid model / simulator on one draw (the fixed sample's worst is 15.6%)
+RTOL_RUN = 0.20
+
+
+def _row(combo, engine, batch, context, output_len, **kw) -> dict:
+    h, m, lay, p = combo
+    return {"hardware": h, "model": m, "parallelism": lay, "precision": p, "engine": engine,
+            "batch": batch, "context": context, "output_len": output_len, **kw}
+
+
+def quantile_lengths(mean: float, cv: float, n: int, seed: int, most: float = math.inf
+                     ) -> list[float]:
+    """``n`` output lengths at the distribution's quantiles (i + 1/2) / n, shuffled."""
+    lengths, prob = length_pmf(mean, cv, most)
+    q = (np.arange(n) + 0.5) / n
+    idx = np.minimum(np.searchsorted(np.cumsum(prob), q), len(lengths) - 1)
+    out = lengths[idx]
+    np.random.default_rng(seed).shuffle(out)
+    return [float(x) for x in out]
+
+
+@pytest.mark.parametrize("mean, cv, most", [(215.0, 1.0, math.inf), (202.0, 1.0, 1831.0),
+                                            (64.0, 0.5, math.inf), (100.5, 0.0, math.inf),
+                                            (128.0, 1.5, 256.0)])
+def test_lengths_keep_the_mean_and_the_cut(mean, cv, most):
+    lengths, prob = length_pmf(mean, cv, most)
+    assert prob.sum() == pytest.approx(1.0)
+    assert float(prob @ lengths) == pytest.approx(mean, rel=1e-6)
+    assert lengths.min() >= 1 and lengths.max() <= most
+    sd = math.sqrt(float(prob @ (lengths - mean) ** 2))
+    if cv == 0:
+        assert sd <= 0.5
+    elif not math.isfinite(most):
+        assert sd / mean == pytest.approx(cv, rel=0.03)  # discretised, uncut
+    else:
+        assert sd / mean < cv  # the cut trims the tail
+
+
+def test_the_fluid_run_conserves_requests():
+    """Every request is admitted once and decodes its length: the occupancies sum to the
+    decode iterations of all requests, and nothing is admitted once the queue is empty."""
+    lengths, prob = length_pmf(200.0, 1.0, 2000.0)
+    steps = lengths - 1.0
+    for n_req, conc in ((1000.0, 128.0), (100.0, 256.0), (10.0, 1.0)):
+        occ, adm, emptied = fluid_run(steps, prob, n_req, conc)
+        assert occ.sum() == pytest.approx(n_req * float(prob @ steps), rel=1e-6)
+        # (less the replacements, at the start, of requests that end with their prompt)
+        assert adm.sum() == pytest.approx(max(n_req - conc, 0.0), abs=1e-3)
+        assert occ.max() <= conc * (1 + 1e-9)
+        assert adm[emptied:].sum() == pytest.approx(0.0, abs=1e-9)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.fixed_dictionaries({
+    "combo": st.sampled_from(COMBOS), "engine": st.sampled_from(ENGINES),
+    "cap": st.sampled_from([16, 64, 256]), "context": st.sampled_from([128, 512, 1024]),
+    "output_len": st.sampled_from([64, 128, 256]), "cv": st.sampled_from([0.0, 1.0, 1.5]),
+    "per_slot": st.sampled_from([0.5, 2.0, 4.0]), "seed": st.integers(0, 99)}))
+def test_finite_run_agrees_with_the_simulator(w):
+    row = _row(w["combo"], w["engine"], w["cap"], w["context"], w["output_len"])
+    pt, out = _evaluate(pd.DataFrame([row]), MODE_CONTINUOUS)
+    assume(out[M["fits"], 0] == 1)
+    hw, md, px, pr, ly = _rows(pt, 0)
+    conc = int(min(w["cap"], out[M["max_concurrency"], 0]))
+    n = max(2, int(conc * w["per_slot"]))
+    outs = quantile_lengths(w["output_len"], w["cv"], n, w["seed"])
+    sim = simulate_offline(hw, md, px, pr, ly, n, w["context"], w["output_len"], conc=conc,
+                           outputs=outs)
+    assert not sim.notes and sim.completed == n
+    got = finite_run(pd.DataFrame([{**row, "requests": n * int(ly["dp"]),
+                                    "output_cv": w["cv"]}]))
+    assert got["batch_used"].iloc[0] == min(conc, n)
+    assert got["run_throughput"].iloc[0] == pytest.approx(sim.tokens_per_s * ly["dp"],
+                                                          rel=RTOL_RUN), w
+
+
+def test_finite_run_agrees_with_the_simulator_on_most_points():
+    """The fixed sample of ``scripts.finite_check`` (seed 7): median within 3%, 90% of the
+    draws within 10%, none beyond 20% (measured 1.3%, 96%, 15.6%)."""
+    from scripts.finite_check import compare
+
+    err = np.abs(compare(7, 60)["fluid/sim"].to_numpy() - 1.0)
+    assert len(err) >= 40
+    assert np.median(err) <= 0.03, np.sort(err)
+    assert (err <= 0.10).mean() >= 0.90, np.sort(err)
+    assert err.max() <= 0.20, np.sort(err)
+
+
+BASE = _row(("mi300x", "llama-3.3-70b", "tp1", "bf16"), "vllm", 128, 400, 215)
+
+
+def test_the_tail_of_a_spread_of_lengths_slows_the_run():
+    """Seed 004's workload (1,000 requests, at most 128 in flight): with every request of mean
+    length the run keeps ~90% of the steady state; spread lengths leave the longest requests
+    decoding almost alone at the end, and the run's throughput falls as the spread grows."""
+    df = pd.DataFrame([{**BASE, "requests": 1000, "output_cv": cv} for cv in (0.0, 0.5, 1.0, 1.5)])
+    got = finite_run(df)
+    thr = got["run_throughput"].to_numpy()
+    assert np.all(np.diff(thr) < 0), thr
+    assert thr[0] <= got["steady_throughput"].iloc[0] * 1.001
+    assert thr[0] >= 0.85 * got["steady_throughput"].iloc[0]
+    assert np.all(got["tail_time"] > 0) and np.all(got["tail_time"] < got["run_time"])
+
+
+def test_a_long_run_reaches_the_steady_state():
+    """The more requests, the smaller the start and the tail: the run's throughput rises with
+    the data set and approaches the steady state's (within 5% at 200 requests per slot)."""
+    df = pd.DataFrame([{**BASE, "requests": n, "output_cv": 1.0}
+                       for n in (256, 1000, 4000, 25600)])
+    got = finite_run(df)
+    thr = got["run_throughput"].to_numpy()
+    assert np.all(np.diff(thr) > 0), thr
+    assert thr[-1] == pytest.approx(got["steady_throughput"].iloc[-1], rel=0.05)
+
+
+def test_replicas_split_the_requests():
+    """Four replicas serving 4,000 requests run as one serving 1,000: four times the tokens in
+    the same time."""
+    one = finite_run(pd.DataFrame([{**BASE, "requests": 1000, "output_cv": 1.0}]))
+    four = finite_run(pd.DataFrame([{**BASE, "parallelism": "tp1-dp4", "requests": 4000,
+                                     "output_cv": 1.0}]))
+    assert four["run_time"].iloc[0] == pytest.approx(one["run_time"].iloc[0], rel=1e-9)
+    assert four["run_throughput"].iloc[0] == pytest.approx(4 * one["run_throughput"].iloc[0],
+                                                           rel=1e-9)
+
+
+def test_infeasible_points_are_nan():
+    got = finite_run(pd.DataFrame([{**BASE, "model": "llama-3.1-405b", "requests": 100}]))
+    assert got["fits"].iloc[0] == 0
+    assert np.isnan(got["run_throughput"].iloc[0]) and np.isnan(got["run_time"].iloc[0])
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"requests": -5}, "requests: rows [0] are not a finite number > 0"),
+    ({"output_cv": -1.0}, "output_cv: rows [0] are not a finite number >= 0"),
+    ({"output_max": 100}, "output_max: rows [0] are not a number >= output_len"),
+    ({"batching": "static"}, "batching must be 'continuous'"),
+    ({"request_rate": 3.0}, "drop the request_rate column"),
+])
+def test_bad_input_is_one_clear_error(change, words):
+    row = {**BASE, "requests": 100, **change}
+    with pytest.raises(SpecError, match=words.replace("[", r"\[").replace("]", r"\]")):
+        finite_run(pd.DataFrame([row]))
+
+
+def test_a_missing_requests_column_is_named():
+    with pytest.raises(SpecError, match="lacks columns \\['requests'\\]"):
+        finite_run(pd.DataFrame([BASE]))
+
+
+def test_seed_004_maximum_load_rows_as_finite_runs():
+    """Seed 004's vLLM maximum-load rows (1,000 LMSYS conversations served to the last,
+    docs/seeds_study.md section 5): the steady state at the cap gives 1.84x (MI300X, at most
+    128 in flight) and 1.65x (4 H100s, at most 512) the measured total tokens/s; the finite run
+    with the data set's spread (output cv 1.0, at most 5,000 tokens) gives 1.21x and 0.88x."""
+    from scripts.seeds.spec import LMSYS_OUTPUT_CV, LMSYS_OUTPUT_MAX
+
+    rows = [{**BASE, "requests": 1000},
+            {**BASE, "hardware": "h100-sxm", "parallelism": "tp4", "batch": 512,
+             "requests": 1000}]
+    got = finite_run(pd.DataFrame([{**r, "output_cv": LMSYS_OUTPUT_CV,
+                                    "output_max": LMSYS_OUTPUT_MAX} for r in rows]))
+    measured = np.array([2017.0, 7634.0])  # seed 004 section IV-B [token/s]
+    steady = got["steady_throughput"].to_numpy() * (400 + 215) / 215
+    run = got["run_total_throughput"].to_numpy()
+    assert steady / measured == pytest.approx([1.84, 1.65], abs=0.02)
+    assert run / measured == pytest.approx([1.21, 0.88], abs=0.02)
