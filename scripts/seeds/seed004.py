@@ -20,6 +20,7 @@ import xarray as xr
 import sweep
 from grids.engines import load_engine, resolve
 from grids.hardware import load_device
+from grids.layouts import parse_layout
 from grids.models import load_model
 
 from .markdown import TOLERANCE, finite, fnum, table, within
@@ -32,7 +33,15 @@ from .seed004_rows import (
     SINGLE_GPU_MODELS,
     Measured,
 )
-from .spec import SEED004_OUTPUT, SEED004_PROMPT, WORKLOAD_RULE
+from .spec import (
+    LMSYS_CV_RULE,
+    LMSYS_OUTPUT_CV,
+    LMSYS_OUTPUT_CV_ALT,
+    LMSYS_OUTPUT_MAX,
+    SEED004_OUTPUT,
+    SEED004_PROMPT,
+    WORKLOAD_RULE,
+)
 
 BEGIN = "<!-- BEGIN seed004 (generated) -->"
 END = "<!-- END seed004 (generated) -->"
@@ -112,6 +121,8 @@ def _value(r: Measured, df: pd.DataFrame) -> tuple[float, str, dict]:
     if ok.empty:
         reason = int(own["infeasible_reason"].iloc[0]) if len(own) else -1
         return np.nan, f"infeasible (reason code {reason})", {}
+    if r.kind == "cap" and r.requests:
+        return _finite_run(r, ok.loc[ok["batch"].idxmax()])
     if r.kind == "cap":
         pt = ok.loc[ok["batch"].idxmax()]
         note = f"batch {int(pt['batch'])}"
@@ -130,6 +141,26 @@ def _value(r: Measured, df: pd.DataFrame) -> tuple[float, str, dict]:
         a = ref[ref["fits"] == 1]
         return (float(a[name].iloc[0] / pt[name]) if len(a) else np.nan), note, at
     return float(pt[r.metric]), note, at
+
+
+def _finite_run(r: Measured, pt: pd.Series) -> tuple[float, str, dict]:
+    """A ``cap`` row with a data set: its total tokens/s over a finite run of ``r.requests``
+    requests per replica (``sweep.finite_run``), at most ``r.batch`` in flight."""
+    dp = parse_layout(r.layout).dp
+    row = {"hardware": r.hardware, "engine": r.engine, "model": r.model,
+           "precision": r.precision, "parallelism": r.layout, "batch": r.batch,
+           "context": float(pt["context"]), "output_len": SEED004_OUTPUT,
+           "requests": r.requests * dp, "output_cv": LMSYS_OUTPUT_CV,
+           "output_max": LMSYS_OUTPUT_MAX}
+    got = sweep.finite_run([row]).iloc[0]
+    alt = sweep.finite_run([{**row, "output_cv": LMSYS_OUTPUT_CV_ALT}]).iloc[0]
+    at = {k: float(pt[k]) for k in POINT_FIELDS}
+    at["concurrency"] = float(got["batch_used"])
+    note = (f"{int(got['batch_used'])} in flight, {r.requests:,} requests per replica; the "
+            f"steady state is {got['steady_throughput'] / got['run_throughput']:.2f}x the run; "
+            f"with `output_cv` {LMSYS_OUTPUT_CV_ALT:g}: "
+            f"{fnum(float(alt['run_total_throughput']))} token/s")
+    return float(got["run_total_throughput"]), note, at
 
 
 def predict(rows=ROWS, prompts: tuple[int, ...] | None = None) -> pd.DataFrame:
@@ -313,7 +344,10 @@ the paper's text and its data set before comparing.
 
 Assumptions common to every row: a prompt of **{SEED004_PROMPT} tokens and {SEED004_OUTPUT}
 generated tokens** per request, one request of mean length standing for the distribution
-({WORKLOAD_RULE}); bf16 unless stated (the paper's default); a "batch" is that many concurrent
+({WORKLOAD_RULE}), except in the maximum-load rows, which are finite runs of the data set
+(`sweep.finite_run`, docs/model.md section 13.7) whose output lengths spread with a
+coefficient of variation of {LMSYS_OUTPUT_CV:g}, at most {LMSYS_OUTPUT_MAX:,.0f} tokens
+({LMSYS_CV_RULE}); bf16 unless stated (the paper's default); a "batch" is that many concurrent
 sequences; tokens/J counts input + output tokens over the power at the boundary the seed
 measured: GPU board power (py3nvml, amdsmi) = the model's `power`; the CS-3 chassis and the SN40L
 rack = the model's `system_power` (devices plus their host and system share). The column "at

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .spec import LMSYS_OUTPUT_CV
+
 #: batch sets and precisions of the single-GPU experiments (section III-C1, Figs. 1-3)
 SINGLE_GPU_MODELS = ("llama-3.1-8b", "qwen3-14b", "mistral-small-3.1-24b", "qwen3-32b")
 SINGLE_GPU_BATCHES = (16, 32, 64, 128)
@@ -69,6 +71,9 @@ class Measured:
     boundary: str = ""
     cause_high: str = ""  # a key of CAUSES
     cause_low: str = ""
+    #: requests of the data set each replica served to the last (a ``cap`` row evaluated as a
+    #: finite run, docs/model.md section 13.7; 0: the steady state at the cap)
+    requests: int = 0
 
 
 _B1 = "batch 1 as stated"
@@ -79,6 +84,13 @@ _SN8 = "8 RDUs (`tp8`; count not stated, see the SN40L note)"
 _SN16 = ("16 RDUs (`tp16`; count not stated: 8 RDUs' HBM cannot stream the weights in the "
          "measured ITL, see the SN40L note)")
 _TP_A100 = "4 A100s with tensor parallelism as stated"
+#: the data set each instance processed (section III-B: the first 1,000 conversations; III-C2:
+#: "tasking each DP instance to process the whole dataset")
+SEED004_REQUESTS = 1000
+_RUN = ("a finite run: the 1,000 conversations queued at once and served to the last "
+        "(section III-C1: \"the entire inference dataset as a batch workload\"; docs/model.md "
+        "section 13.7), output lengths spread as LMSYS-Chat-1M's responses (`output_cv` "
+        f"{LMSYS_OUTPUT_CV}, see the workload note)")
 #: likely causes of misses: key -> text (listed under the table). ``{name}`` fields are filled
 #: from the predictions by :func:`scripts.seeds.seed004.cause_values`.
 CAUSES = {
@@ -115,15 +127,12 @@ CAUSES = {
                   "FLOPs and bytes moved, capped at TDP (docs/model.md section 9; the coefficients "
                   "are not fitted); which runs and phases the seed's power readings cover is not "
                   "stated"),
-    "vllm-load": ("not identified. The model serves the cap in a steady state (continuous "
-                  "batching, each finished request replaced at once): {conc_12} requests in "
-                  "flight on the MI300X (KV room for {maxc_12}), {conc_13} on 4 H100s (room for "
-                  "{maxc_13}), the decode {bound_12}- and {bound_13}-bound, and gives {ratio_12}, "
-                  "{ratio_13} and {ratio_14} times the measured throughput; the sensitivity column "
-                  "shows the assumed prompt "
-                  "length does not explain it. Not in the model: whether the seed's clients kept "
-                  "the cap in flight, the spread of request lengths (one request of mean length "
-                  "stands for the distribution), preemption"),
+    "vllm-load": ("the model serves at most the cap in flight ({conc_12} on the MI300X, "
+                  "{conc_13} on 4 H100s) and ends the run with the tail of the longest requests "
+                  "(docs/model.md section 13.7); what it still misses is not identified: the "
+                  "spread of the first 1,000 conversations' replies (only the whole data set's "
+                  "is published, see the workload note), prompts of different lengths, "
+                  "preemption"),
 }
 _SN_TP = "sn40l"
 _CS3_BATCH = "cs3-batch"
@@ -167,17 +176,17 @@ ROWS: tuple[Measured, ...] = (
              kind="peak", cause_high=_SN_BATCH, cause_low=_SN_TP),
     Measured("12", "total tokens/s (max load)", "mi300x", "vllm", "llama-3.3-70b", "tp1", 128,
              2017.0, "token/s", "total_throughput", "IV-B, Fig. 4 text",
-             "max_num_seqs 128 (128 x T): the largest batch <= 128 that fits; bf16 (Fig. 4)",
-             kind="cap", cause_high=_VLLM_LOAD),
+             f"max_num_seqs 128 (128 x T): at most 128 in flight; bf16 (Fig. 4); {_RUN}",
+             kind="cap", cause_high=_VLLM_LOAD, requests=SEED004_REQUESTS),
     Measured("13", "total tokens/s (max load)", "h100-sxm", "vllm", "llama-3.3-70b", "tp4", 512,
              7634.0, "token/s", "total_throughput", "IV-B, Fig. 4 text",
-             "one instance, max_num_seqs 512 (128 x 4): the largest batch <= 512 that fits; bf16",
-             kind="cap", cause_high=_VLLM_LOAD),
+             f"one instance, max_num_seqs 512 (128 x 4): at most 512 in flight; bf16; {_RUN}",
+             kind="cap", cause_high=_VLLM_LOAD, requests=SEED004_REQUESTS),
     Measured("14", "total tokens/s (max load)", "mi300x", "vllm", "llama-3.3-70b", "tp1-dp4",
              128, 8068.0, "token/s", "total_throughput", "IV-B, Fig. 4 text",
              "four replicas of row 12 (8068 = 4 x 2017 exactly: row 12 scaled, not a separate "
-             "measurement)", kind="cap",
-             cause_high=_VLLM_LOAD),
+             f"measurement); {_RUN}", kind="cap",
+             cause_high=_VLLM_LOAD, requests=SEED004_REQUESTS),
     Measured("15", "total tokens/J", "cs-3", "cerebras", "llama-3.1-8b", "tp1", 1, 0.15,
              "token/J", "total_tokens_per_joule", "IV-C, energy paragraph",
              f"{_NOT_STATED_B1}; chassis = `system_power`", boundary="system",

@@ -45,6 +45,22 @@ WORKLOAD_RULE = ("LMSYS-Chat-1M (Zheng et al., arXiv:2309.11998, Table 1): 2.0 t
                  "tokens plus ~40 chat-template tokens = 400 (rounded). Estimates: the seed used "
                  "the first 1,000 conversations of 64-20,000 characters, whose means may differ, "
                  "and the dataset paper counts tokens with another tokenizer than Llama-3's.")
+#: spread of the output lengths (coefficient of variation) of seed 004's data set, for its
+#: finite runs (docs/model.md section 13.7): LMSYS_CV_RULE says where it comes from
+LMSYS_OUTPUT_CV = 1.0
+#: the longest output of seed 004's data set [token]: its 20,000-character cap on a
+#: conversation at ~4 characters per token (estimate)
+LMSYS_OUTPUT_MAX = 5000.0
+#: the other reading of the same quantiles, for the sensitivity (see LMSYS_CV_RULE)
+LMSYS_OUTPUT_CV_ALT = 1.26
+LMSYS_CV_RULE = (
+    "LMSYS-Chat-1M's responses as Vidur (Agrawal et al., MLSys 2024) tabulates them "
+    "(github.com/microsoft/vidur, vidur/config_optimizer/analyzer/dashboard/intro_page.py, "
+    "workload LMSys-Chat-1M-4K, Llama-2 tokenizer): decode tokens mean 197, median 139, P90 484. "
+    "A log-normal with that mean and median has coefficient of variation 1.00 "
+    "(mean / median = sqrt(1 + cv^2)); one through the median and the P90 has 1.26. Estimates: "
+    "Vidur counts every turn of a conversation, seed 004 regenerated the final reply of each of "
+    "its first 1,000 conversations; no spread of that subset is published.")
 #: seed 004's engine per device: vLLM on every GPU, the vendors' stacks on the dataflow parts
 SEED004_ENGINE = {"a100-sxm-80g": "vllm", "h100-sxm": "vllm", "gh200": "vllm", "mi300x": "vllm",
                   "cs-3": "cerebras", "sn40l": "sambaflow"}
