@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from kernels.params import (
@@ -305,13 +305,130 @@ def test_more_overlap_never_slower(p, ov1, ov2):
 
 # ---------------------------------------------------------------------- caps and speculation
 @given(S.fitting_points(), st.integers(1, 4096))
+@example(
+    p={'hw': {'tier0_capacity': 2399376.0,
+      'tier0_bandwidth': 1000000000.0,
+      'tier0_efficiency': 1.0,
+      'tier0_kind': 0.0,
+      'tier1_capacity': 0.0,
+      'tier1_bandwidth': 1.0,
+      'tier1_efficiency': 1.0,
+      'tier1_kind': 0.0,
+      'tier2_capacity': 0.0,
+      'tier2_bandwidth': 1.0,
+      'tier2_efficiency': 1.0,
+      'tier2_kind': 0.0,
+      'host_capacity': 1000000000.0,
+      'host_bandwidth': 1000000000.0,
+      'host_efficiency': 0.25,
+      'package_size': 1.0,
+      'package_bandwidth': 1.0,
+      'package_latency': 0.0,
+      'domain_size': 1.0,
+      'link_bandwidth': 1000000000.0,
+      'link_latency': 0.0,
+      'scaleout_bandwidth': 1000000000.0,
+      'scaleout_latency': 0.0,
+      'link_efficiency': 1.0,
+      'peer_links': 1.0,
+      'switch_efficiency': 0.0,
+      'tdp': 50.0,
+      'idle': 50.0,
+      'host_power': 0.0,
+      'energy_sram': 0.0,
+      'energy_dram': 0.0,
+      'energy_host': 0.0,
+      'energy_link': 0.0,
+      'capacity_fraction': 1.0,
+      'jitter': 0.0,
+      'spatial_layers': 0.0,
+      'layer_overhead': 0.0,
+      'iteration_overhead': 0.0,
+      'request_overhead': 0.0,
+      'comm_bytes': 0.0,
+      'comm_overlap': 1.0,
+      'max_batch': math.inf,
+      'pads_heads': 1.0,
+      'spec_tokens': 0.0,
+      'spec_acceptance': 0.0,
+      'spec_draft_cost': 0.0,
+      'supported': 1.0,
+      'chunked_prefill': 1.0,
+      'mixed_batching': 1.0,
+      'kv_block': 1.0,
+      'kv_reserve': 0.0,
+      'kv_free_fraction': 1.0,
+      'gqa_aware': 1.0,
+      'collective_overhead': 0.0,
+      'in_switch_overhead': 0.0,
+      'custom_ar_max_bytes': math.inf,
+      'custom_ar_max_group': math.inf,
+      'custom_ar_overhead': 0.0,
+      'custom_ar_efficiency': 1.0,
+      'oneshot_max_bytes': math.inf,
+      'oneshot_max_bytes_large': math.inf,
+      'fastest_collective': 1.0,
+      'prefill_chunk': 512.0,
+      'cost_fixed': math.nan,
+      'cost_energy': 0.0},
+     'px': {'peak': 1000000000000.0,
+      'eff_prefill': 1.0,
+      'eff_decode': 1.0,
+      'kv_factor': 1.0,
+      'weight_factor': 1.0,
+      'energy_flop': 0.0},
+     'md': {'n_layers': 10.0,
+      'd_model': 64.0,
+      'vocab_size': 1000.0,
+      'params_linear': 542912.0,
+      'params_attention': 368640.0,
+      'params_head': 64000.0,
+      'params_embed_only': 64000.0,
+      'params_expert': 19200.0,
+      'n_moe_layers': 1.0,
+      'n_experts': 2.0,
+      'experts_per_token': 2.0,
+      'kv_elems_full': 1600.0,
+      'kv_elems_window': 0.0,
+      'window': 0.0,
+      'window_chunked': 0.0,
+      'kv_tp_shardable': 0.0,
+      'n_kv_heads': 1.0,
+      'attn_flops_full_decode': 5760.0,
+      'attn_flops_window_decode': 0.0,
+      'attn_flops_full_prefill': 3200.0,
+      'attn_flops_window_prefill': 0.0,
+      'act_elems': 6560.0,
+      'n_heads': 1.0,
+      'max_context': 10000.0},
+     'pr': {'weight_bytes': 0.5,
+      'act_bytes': 1.0,
+      'kv_bytes': 0.5,
+      'embed_bytes': 2.0},
+     'ly': {'tp': 1.0,
+      'pp': 1.0,
+      'ep': 1.0,
+      'dp': 1.0,
+      'offload': 0.5,
+      'spill': 1.0},
+     'batch': 316,
+     'context': 10,
+     'output_len': 1,
+     'mode': 0.0},
+    cap=179,
+).via('discovered failure')
 def test_batch_above_the_cap_runs_in_waves(p, cap):
     """Sections 2 and 11: a batch above the engine's cap is no longer infeasible (code 7 is
     retired): at most ``cap`` sequences run at once, and the run (every wave, ``dp B O /
     throughput``) takes at least as long as a batch of ``cap``; at or below the cap, the cap
     changes nothing. (Not the mean e2e: waves of ``b_w`` finish on average after ``(n_w + 1)/2``
     waves, which is sooner than one pass of ``cap`` where time grows in proportion to the batch,
-    e.g. 316 sequences in two waves of 158 against 252 at once.)"""
+    e.g. 316 sequences in two waves of 158 against 252 at once.) The bound needs the time per
+    sequence not to grow with the batch: where a batch of ``cap`` spills a larger share of its
+    bytes to the slow host tier than the waves do (``host_fraction``, section 3), the smaller
+    waves are faster per sequence and their run can be shorter (hypothesis, CI 2026-11-28:
+    316 sequences, cap 179, a 2.4 MB device with offload 0.5: two waves of 158 spill 10% and run
+    52.4 ms; 179 at once spill 19% and take 53.0 ms)."""
     uncapped = S.variant(p, hw={"max_batch": math.inf})
     capped = S.variant(p, hw={"max_batch": float(cap)})
     at_cap = S.variant(capped, batch=float(min(cap, p["batch"])))
@@ -319,7 +436,8 @@ def test_batch_above_the_cap_runs_in_waves(p, cap):
     if p["batch"] > cap:
         assert r_cap["fits"] == 1 and r_cap["concurrency"] <= cap
         run = p["ly"]["dp"] * p["batch"] * p["output_len"] / r_cap["throughput"]
-        assert run >= r_at["e2e_latency"] * (1 - 1e-6)
+        if r_at["host_fraction"] <= r_cap["host_fraction"]:
+            assert run >= r_at["e2e_latency"] * (1 - 1e-6)
     else:
         assert_same(r_inf, r_cap, rtol=0.0, skip=("max_concurrency",))  # the cap itself
 
@@ -873,7 +991,15 @@ def test_busiest_stage_holds_at_least_its_share():
 
 @given(S.point(raw=True), S.layouts())
 def test_min_devices_is_layout_independent(p, ly2):
+    """Eq. (14) at a given load: the whole replica's bytes over one device's capacity, whatever
+    the layout. At a request rate the load is the concurrency that serves the rate (13.4), which
+    a faster layout reaches with fewer requests in flight, and a layout that cannot serve the
+    rate is counted at one request: there the count may differ (hypothesis, 2026-11-28: a 10 kB
+    device at a tiny rate, 5 devices at one request where the layout cannot spill, 1 at the
+    1e-9 requests in flight of the layout that can)."""
     a, b = S.evaluate([p, S.variant(p, ly=ly2)])
+    if p.get("mode", 0.0) == MODE_RATE:
+        return
     if not (math.isnan(a["min_devices"]) or math.isnan(b["min_devices"])):
         assert a["min_devices"] == b["min_devices"]
 
