@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from grids.errors import SpecError
 from kernels.params import MODE_CONTINUOUS
-from sweep.execute.finite import finite_run, fluid_run, length_pmf
+from sweep.execute.finite import finite_run, fluid_run, length_pmf, run_time
 from tests.serving_sim import simulate_offline
 from tests.test_serving import COMBOS, ENGINES, M, _evaluate, _rows
 
@@ -66,13 +66,36 @@ def test_the_fluid_run_conserves_requests():
     decode iterations of all requests, and nothing is admitted once the queue is empty."""
     lengths, prob = length_pmf(200.0, 1.0, 2000.0)
     steps = lengths - 1.0
-    for n_req, conc in ((1000.0, 128.0), (100.0, 256.0), (10.0, 1.0)):
-        occ, adm, emptied = fluid_run(steps, prob, n_req, conc)
-        assert occ.sum() == pytest.approx(n_req * float(prob @ steps), rel=1e-6)
+    for n_req, conc in ((1000.0, 128.0), (100.0, 256.0), (10.0, 1.0), (1e6, 64.0)):
+        occ, adm, wgt, emptied = fluid_run(steps, prob, n_req, conc)
+        assert occ @ wgt == pytest.approx(n_req * float(prob @ steps), rel=1e-6)
         # (less the replacements, at the start, of requests that end with their prompt)
-        assert adm.sum() == pytest.approx(max(n_req - conc, 0.0), abs=1e-3)
+        assert adm @ wgt == pytest.approx(max(n_req - conc, 0.0), abs=1e-3)
         assert occ.max() <= conc * (1 + 1e-9)
         assert adm[emptied:].sum() == pytest.approx(0.0, abs=1e-9)
+
+
+@pytest.mark.parametrize("cv, n_req, conc", [(1.0, 20000.0, 64.0), (0.0, 20000.0, 64.0),
+                                             (0.5, 50000.0, 300.0)])
+def test_repeats_are_counted_not_iterated(cv, n_req, conc):
+    """A long queue repeats a fixed point (spread lengths) or a cycle (one length): counting
+    the repetitions gives the iterations' occupancies, admissions and tail as iterating them
+    does, in far fewer entries."""
+    lengths, prob = length_pmf(150.0, cv, 1500.0)
+    fast = fluid_run(lengths - 1.0, prob, n_req, conc)
+    slow = fluid_run(lengths - 1.0, prob, n_req, conc, skip_repeats=False)
+    assert len(fast[0]) < len(slow[0]) / 3
+    for f, s in ((fast[0], slow[0]), (fast[1], slow[1])):
+        assert f @ fast[2] == pytest.approx(float(s.sum()), rel=1e-9)
+    # and the same run time from any iteration times (here: affine in occupancy, prompts cost)
+    levels = np.array([1.0, conc])
+    t_dec, t_cont, a_cont = 1e-2 + 1e-4 * levels, 1.2e-2 + 1e-4 * levels, levels / 150.0
+    times = [w * run_time(o, a, levels, t_dec, t_cont, a_cont, 2e-3)
+             for o, a, w in ((fast[0], fast[1], fast[2]), (slow[0], slow[1], 1.0))]
+    assert times[0].sum() == pytest.approx(times[1].sum(), rel=1e-9)
+    # the tail after the queue empties is iterated the same way in both
+    assert fast[0][fast[3]:] == pytest.approx(slow[0][slow[3]:], rel=1e-6, abs=1e-9)
+    assert np.sum(fast[2][:fast[3]]) == pytest.approx(slow[3])
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])

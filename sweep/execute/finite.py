@@ -95,20 +95,30 @@ def length_pmf(mean: float, cv: float, most: float = math.inf) -> tuple[np.ndarr
 
 
 def fluid_run(steps: np.ndarray, prob: np.ndarray, n_requests: float, conc: float,
-              ) -> tuple[np.ndarray, np.ndarray, int]:
+              skip_repeats: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Expected decode occupancy and admissions of each iteration of a finite run.
 
     ``steps``/``prob``: decode iterations per request (whole numbers >= 0) and their
     probabilities; ``n_requests`` queued at time 0, at most ``conc`` in flight. Returns
-    (``n``: requests decoding in each iteration, ``a``: requests admitted at its end, the
-    iteration at which the queue empties). Admissions at the end of an iteration decode from
-    the next one (their prompt is carried by it: see :func:`finite_run`); ``a`` leaves out the
-    requests admitted at the start in place of those that end with their prompt (one output
-    token), which the first iteration carries with the others."""
-    d_max = int(steps.max())
+    (``n``: requests decoding in each iteration, ``a``: requests admitted at its end, ``w``: how
+    many iterations the entry stands for, the entry at which the queue empties). Admissions at
+    the end of an iteration decode from the next one (their prompt is carried by it: see
+    :func:`finite_run`); ``a`` leaves out the requests admitted at the start in place of those
+    that end with their prompt (one output token), which the first iteration carries with the
+    others.
+
+    While the queue lasts the run repeats itself: with spread lengths it settles to a fixed
+    point (the same requests by age every iteration), with one length ``D`` to a cycle of ``D``
+    iterations. Once the state matches the one a step (or a cycle) before to
+    1e-12 of the requests in flight, the repetitions up to the queue's last cycle are counted in
+    ``w`` instead of iterated: 10^6 requests through 64 slots take as long as a few cycles
+    (``skip_repeats=False`` iterates them all, for the tests)."""
+    d_max = int(steps[prob > 0].max())
+    period = max(d_max, 1)  # one length D: every slot is refilled each D iterations
     surv = np.zeros(d_max + 2)  # surv[k] = P(D > k)
     pmf = np.zeros(d_max + 2)
-    np.add.at(pmf, steps.astype(np.int64), prob)
+    keep = steps <= d_max
+    np.add.at(pmf, steps[keep].astype(np.int64), prob[keep])
     surv[:d_max + 1] = 1.0 - np.cumsum(pmf[:d_max + 1])
     surv = np.clip(surv, 0.0, None)
     # hazard of finishing after decoding age+1 tokens, given alive at age
@@ -126,13 +136,18 @@ def fluid_run(steps: np.ndarray, prob: np.ndarray, n_requests: float, conc: floa
     alive[0] += take * (1.0 - pmf[0])
     occ: list[float] = []
     adm: list[float] = []
+    wgt: list[float] = []
     emptied = 0 if queue <= 0 else -1
     total = n_requests
+    tol = 1e-12 * max(conc, 1.0)
+    cycle_start = alive.copy()
     while True:
         n = float(alive.sum())
         if n < 1e-9 * total:
             break
+        before = alive
         occ.append(n)
+        wgt.append(1.0)
         out = alive * fin
         freed = float(out.sum())
         alive = np.concatenate([[0.0], (alive - out)[:-1]])
@@ -140,9 +155,30 @@ def fluid_run(steps: np.ndarray, prob: np.ndarray, n_requests: float, conc: floa
         queue -= a
         alive[0] += a  # the admitted start decoding in the next iteration
         adm.append(a)
-        if queue <= 0 and emptied < 0:
-            emptied = len(occ)
-    return np.asarray(occ), np.asarray(adm), max(emptied, 0)
+        if queue <= 0:
+            if emptied < 0:
+                emptied = len(occ)
+            continue
+        if not skip_repeats:
+            continue
+        # a repeating state with a long queue left: count the repetitions instead
+        spans = [(1, before)]
+        if len(occ) % period == 0:
+            # not the first cycle: its first iteration carries no prompts (the start does)
+            if len(occ) >= 2 * period:
+                spans.append((period, cycle_start))
+            cycle_start = alive.copy()
+        for span, ref in spans:
+            if np.abs(alive - ref).sum() > tol:
+                continue
+            per = float(np.sum(adm[-span:]))
+            reps = math.floor(queue / per) - 1 if per > 0 else 0
+            if reps >= 1:
+                for k in range(len(wgt) - span, len(wgt)):
+                    wgt[k] += reps
+                queue -= reps * per
+            break
+    return np.asarray(occ), np.asarray(adm), np.asarray(wgt), max(emptied, 0)
 
 
 def run_time(occ: np.ndarray, adm: np.ndarray, levels: np.ndarray, t_dec: np.ndarray,
@@ -260,11 +296,11 @@ def finite_run(table: Any, *, prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
         if not fits[i] or not (np.isfinite(t_dec[sl]).all() and np.isfinite(t_cont[sl]).all()):
             continue
         lengths, prob = length_pmf(out_len[i], cv[i], most[i])
-        occ, adm, emptied = fluid_run(lengths - 1.0, prob, per_replica[i], conc[i])
+        occ, adm, wgt, emptied = fluid_run(lengths - 1.0, prob, per_replica[i], conc[i])
         # the steady state's admissions per iteration: its request rate x its iteration time
         a_cont = thr_cont[sl] / dp[i] / out_len[i] * t_cont[sl]
-        dt = run_time(occ, adm, lv[i], t_dec[sl], t_cont[sl], a_cont,
-                      ttft_start[i] / max(math.floor(conc[i]), 1.0))
+        dt = wgt * run_time(occ, adm, lv[i], t_dec[sl], t_cont[sl], a_cont,
+                            ttft_start[i] / max(math.floor(conc[i]), 1.0))
         total = ttft_start[i] + dt.sum()
         res["run_time"][i] = total
         res["tail_time"][i] = dt[emptied:].sum()
