@@ -18,10 +18,9 @@ import tomllib
 import numpy as np
 import pandas as pd
 
-from grids.engines.catalog import engine_for_version
 from scripts.measurements.common import STAGED_CSV
 from sweep.execute.finite import finite_run
-from sweep.validate.evaluator import compare
+from sweep.validate.evaluator import compare, engine_refs
 from sweep.validate.measurements import read_measurements
 
 BURST = "every request issued at once"
@@ -66,8 +65,7 @@ def finite(rows: pd.DataFrame, calibration: dict | None = None) -> pd.DataFrame:
     table = pd.DataFrame({
         "hardware": thr["hardware"], "model": thr["model"], "precision": thr["precision"],
         "parallelism": thr["parallelism"],
-        "engine": [engine_for_version(e, str(v) if isinstance(v, str) else "")
-                   for e, v in zip(thr["engine"], thr["engine_version"])],
+        "engine": engine_refs(thr),
         "batch": [int(c) if math.isfinite(c) else "max" for c in cap],
         "context": thr["context"].astype(float), "output_len": thr["output_len"].astype(float),
         "requests": thr["mapping_note"].str.extract(REQUESTS, expand=False).astype(float),

@@ -152,8 +152,8 @@ def _finite_run(r: Measured, pt: pd.Series) -> tuple[float, str, dict]:
            "context": float(pt["context"]), "output_len": SEED004_OUTPUT,
            "requests": r.requests * dp, "output_cv": LMSYS_OUTPUT_CV,
            "output_max": LMSYS_OUTPUT_MAX}
-    got = sweep.finite_run([row]).iloc[0]
-    alt = sweep.finite_run([{**row, "output_cv": LMSYS_OUTPUT_CV_ALT}]).iloc[0]
+    runs = sweep.finite_run([row, {**row, "output_cv": LMSYS_OUTPUT_CV_ALT}])
+    got, alt = runs.iloc[0], runs.iloc[1]
     at = {k: float(pt[k]) for k in POINT_FIELDS}
     at["concurrency"] = float(got["batch_used"])
     note = (f"{int(got['batch_used'])} in flight, {r.requests:,} requests per replica; the "

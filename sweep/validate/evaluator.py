@@ -83,6 +83,14 @@ def engine_versions(rows: pd.DataFrame) -> pd.Series:
     return rows["engine_version"].fillna("").astype(str).str.strip()
 
 
+def engine_refs(rows: pd.DataFrame) -> list[str]:
+    """Each row's engine as the model runs it: the build its ``engine_version`` names, or the
+    assumed engine where the row states none."""
+    engine = rows["engine"].fillna("").astype(str).str.strip()
+    return [engine_for_version(e, v) if e else ASSUME_ENGINE
+            for e, v in zip(engine, engine_versions(rows))]
+
+
 class Evaluator:
     """The usable rows of a measurements table as kernel points, ready to be evaluated repeatedly
     with different engine parameters (the calibration varies them: :meth:`predict` takes a
@@ -97,10 +105,8 @@ class Evaluator:
         self.rows = rows.reset_index(drop=True)
         engine = self.rows["engine"].fillna("").astype(str).str.strip()
         self.engine_assumed = engine.eq("").to_numpy()
-        version = engine_versions(self.rows)
         # a row whose engine_version names one of its engine's [builds] runs as that build
-        self.engine_ref = [engine_for_version(e, v) if e else ASSUME_ENGINE
-                           for e, v in zip(engine, version)]
+        self.engine_ref = engine_refs(self.rows)
         table = self.rows.assign(engine=self.engine_ref)
         table = table.set_index("id", drop=False)
         try:
