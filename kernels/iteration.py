@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 from kernels.accelerate import called_jit, scalar_jit
+from kernels.power import compute_energy
 from kernels.roofline import (
     H_OVI,
     H_SPC,
@@ -31,7 +32,6 @@ from kernels.roofline import (
     M_WIN,
     P_KVB,
     X_EDEC,
-    X_EFLOP,
     X_EPRE,
     X_PEAK,
     kv_bytes_dev,
@@ -82,6 +82,7 @@ def _iteration(geo, hw, md, px, pr, ly, n_dec, q, c_tok, context, k_p, c_mean, c
     r_pre = peak * px[X_EPRE]
     t_attn = attn_dec / r_dec + attn_pre / r_pre
     t_comp = p.flops_w * share_dec / r_dec + p.flops_w * (1.0 - share_dec) / r_pre + t_attn
+    t_flops = t_comp  # the FLOPs' time at the engine's rates, which sets their energy
     seqs = g_d if c_tok <= 0.0 else 0.0
     code, t_stage, t_comp, t_mem, ts, td, th, tpk, host, e_move, top = pass_time(
         geo, hw, px, ly, p, kv_dev, act_dev, kv_traffic, t_comp, t_attn, 1.0, seqs)
@@ -89,7 +90,7 @@ def _iteration(geo, hw, md, px, pr, ly, n_dec, q, c_tok, context, k_p, c_mean, c
     t_it = rounds * t_stage + p.t_hops + hw[H_OVI]
     flops = p.flops_w + attn_dec + attn_pre
     traffic = geo.dense_read_on + p.experts_read + kv_traffic + p.act_traffic + p.host_traffic
-    energy = flops * px[X_EFLOP] + e_move
+    energy = compute_energy(hw, t_flops) + e_move
     return (code, t_it, energy * m, flops * m, traffic * m, tpk * m, flops, traffic,
             t_comp, t_mem, ts, td, th, t_stage, p, rounds, host, top)
 

@@ -56,8 +56,7 @@ HW_FIELDS = (
 )
 
 #: platform x precision table fields (third axis of the (platform, precision, field) table)
-PX_FIELDS = ("peak", "eff_prefill", "eff_decode", "kv_factor", "weight_factor",
-             "energy_flop")  # [J/FLOP] of the precision's compute dtype
+PX_FIELDS = ("peak", "eff_prefill", "eff_decode", "kv_factor", "weight_factor")
 
 #: model table columns (parameter and element counts, see grids.models.ModelArch)
 MODEL_FIELDS = (

@@ -3,13 +3,13 @@
 Numba scalar helpers inlined into :mod:`kernels.static` and :mod:`kernels.serving` (docs/model.md
 section 9). Over a phase of ``duration`` seconds a device draws its static power (clocks up, the
 model loaded, nothing moving: leakage, refresh, PHYs, fans of the board) plus the energy of what it
-does: FLOPs at the energy per FLOP of the compute dtype, bytes read or written in each memory tier
-kind (on-chip SRAM, DRAM) and over the host link, and bytes sent over the interconnect, each at its
-energy per byte. The board cannot draw more than its power limit, so the result is capped at the
-TDP (a compute-bound phase at the achievable rate sits at the cap: that rate is what the device
-sustains within it).
+does: its compute units at their full dynamic power ``tdp - idle`` for as long as its kernels
+compute (the FLOPs' time at the engine's rate, whatever share of the peak that rate is), bytes
+read or written in each memory tier kind (on-chip SRAM, DRAM) and over the host link, and bytes
+sent over the interconnect, each at its energy per byte. The board cannot draw more than its power
+limit, so the result is capped at the TDP (a compute-bound phase sits at the cap).
 
-Units: time [s], FLOP, bytes [B], energies [J], [J/FLOP] and [J/B], power [W]. The coefficients
+Units: time [s], bytes [B], energies [J] and [J/B], power [W]. The coefficients
 and their sources are the catalog's (``grids/data/classes.toml``, the devices' ``[power]``
 tables, docs/catalog.md); ``sweep/execute/tables.py`` packs them.
 """
@@ -30,6 +30,13 @@ def moved_energy(hw, sram_bytes, dram_bytes, host_bytes, link_bytes):
     over the interconnect, at the platform's energies per byte  [model.md section 9]."""
     return (sram_bytes * hw[H_ESRAM] + dram_bytes * hw[H_EDRAM] + host_bytes * hw[H_EHOST]
             + link_bytes * hw[H_ELINK])
+
+
+@scalar_jit
+def compute_energy(hw, t_compute):
+    """Energy [J] of a device whose compute units run for ``t_compute`` [s] (its FLOPs at the
+    engine's rate): the dynamic range ``tdp - idle`` [W] over that time  [model.md section 9]."""
+    return max(hw[H_TDP] - hw[H_IDLE], 0.0) * t_compute
 
 
 @scalar_jit

@@ -48,7 +48,6 @@ H_GQA = HW["gqa_aware"]
 
 X_PEAK, X_EPRE, X_EDEC, X_GKV, X_GW = (PX["peak"], PX["eff_prefill"], PX["eff_decode"],
                                        PX["kv_factor"], PX["weight_factor"])
-X_EFLOP = PX["energy_flop"]
 
 M_L, M_D, M_V = MD["n_layers"], MD["d_model"], MD["vocab_size"]
 M_PLIN, M_PATT, M_PHEAD, M_PEMB, M_PEXP = (MD["params_linear"], MD["params_attention"],

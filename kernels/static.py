@@ -13,7 +13,7 @@ from collections import namedtuple
 
 from kernels.accelerate import called_jit, scalar_jit
 from kernels.metrics import decode_bound, max_sequences, store_metrics
-from kernels.power import activity_power
+from kernels.power import activity_power, compute_energy
 from kernels.roofline import (
     H_CHUNK,
     H_OVI,
@@ -40,7 +40,6 @@ from kernels.roofline import (
     P_AB,
     P_KVB,
     X_EDEC,
-    X_EFLOP,
     X_EPRE,
     X_PEAK,
     kv_bytes_dev,
@@ -137,7 +136,6 @@ def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
     kv_read = st.g_m * kv_mean * pr[P_KVB] * geo.kv_frac * geo.sf * geo.kv_reads
     attn1 = st.g_m * (md[M_AFD] * c_mean + md[M_AWD] * c_win) * geo.sf * geo.a_pad / tp
     d = st.dec
-    e_flop = px[X_EFLOP]
     flops_dec = d.flops_w + attn1
     r_dec = peak * px[X_EDEC]
     code, t_stage, t_comp, t_mem, ts, td, th, tpk, host_total, e_move, top = pass_time(
@@ -147,7 +145,7 @@ def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
         return code, NAN, NAN, NAN, NAN, NAN, mem_dev, host_total, NAN, NAN, NAN, NAN, NAN
     t_dec = st.rounds * t_stage + d.t_hops + hw[H_OVI]
     tpot = t_dec
-    e_step = flops_dec * e_flop + e_move  # one micro-batch's decode pass on the device [J]
+    e_step = compute_energy(hw, flops_dec / r_dec) + e_move  # one micro-batch's decode pass on the device [J]
     energy_tok = e_step * st.mb  # device energy per generated token [J]
     flops_tok = flops_dec  # FLOPs and peak-bandwidth time per generated token (mfu, mbu)
     tpk_tok = tpk
@@ -161,7 +159,7 @@ def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
         tau = spec_tau(hw)
         drafts = hw[H_SPK] * hw[H_SPC]  # k_s draft steps at c_d of a target step each
         tpot = (t_dec_q + drafts * t_dec) / tau
-        energy_tok = (flops_q * e_flop + e_move_q + drafts * e_step) * st.mb / tau
+        energy_tok = (compute_energy(hw, flops_q / r_dec) + e_move_q + drafts * e_step) * st.mb / tau
         flops_tok = (flops_q + drafts * flops_dec) / tau
         tpk_tok = (tpk_q + drafts * tpk) / tau
 
@@ -177,7 +175,7 @@ def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
     e2e = ttft + (output_len - 1.0) * tpot
 
     # ---- power of each phase: section 9
-    p_pre = activity_power(hw, (flops_pre * e_flop + e_move_pre) * st.mb, ttft)
+    p_pre = activity_power(hw, (compute_energy(hw, flops_pre / r_pre) + e_move_pre) * st.mb, ttft)
     p_dec = activity_power(hw, energy_tok, tpot)
 
     # ---- diagnostics of the decode step: section 10

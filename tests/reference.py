@@ -591,15 +591,16 @@ def _phase_times(hw: dict, md: dict, pr: dict, px: dict, ly: dict, sz: dict, pla
     collectives (10), the busy time and overlap rule of section 5 and the hops (11).
     ``attn_flops`` of the ``flops`` are attention's; ``decode_seqs`` > 0: a decode pass of that
     many sequences (the layer pipeline of section 7 applies)."""
-    t_comp = flops / (px["peak"] * eta)
+    t_comp = t_flops = flops / (px["peak"] * eta)
     mem = memory_time(hw, px, placement, traffic, host)
     t_comp, mem, t_busy = busy(hw, sz, t_comp, attn_flops / (px["peak"] * eta), mem,
                                decode_seqs)
     comm = collectives(hw, md, pr, ly, sz, g_pass, phi, b_pass, passes)
     t_s = stage_pass(hw, t_busy, comm["t_comm"], t_ovh)
     return {"flops": flops, "expert_flops": expert_flops, "t_comp": t_comp, "t_s": t_s,
-            "busy": t_busy, "t_ovh": t_ovh, "t_hop": pipeline_hops(hw, md, pr, ly, g_pass),
-            "expert_bytes": expert_bytes, **mem, **comm}
+            "t_flops": t_flops, "busy": t_busy, "t_ovh": t_ovh,
+            "t_hop": pipeline_hops(hw, md, pr, ly, g_pass), "expert_bytes": expert_bytes, **mem,
+            **comm}
 
 
 def decode_step(hw, md, pr, px, ly, sz, placement, context, output_len, tokens: float) -> dict:
@@ -648,8 +649,8 @@ def decode_step(hw, md, pr, px, ly, sz, placement, context, output_len, tokens: 
 def activity(ph: dict) -> dict:
     """What one stage pass does (sections 9-10): FLOPs, time at peak bandwidth, bytes per tier
     kind and over the links."""
-    return {"flops": ph["flops"], "t_peak": ph["t_peak"], "link": ph["link_bytes"],
-            **ph["moved"]}
+    return {"flops": ph["flops"], "t_flops": ph["t_flops"], "t_peak": ph["t_peak"],
+            "link": ph["link_bytes"], **ph["moved"]}
 
 
 def speculative(hw: dict, step) -> tuple[float, dict, dict]:
@@ -718,10 +719,11 @@ def prefill(hw, md, pr, px, ly, sz, placement, context) -> dict:
 
 
 # ----------------------------------------------------------------------------------- section 9-10
-def pass_energy(hw: dict, px: dict, act: dict) -> float:
-    """Section 9: the energy of a pass's activity (:func:`activity`): FLOPs at ``e_flop``, bytes
-    per tier kind and over the links at their energies per byte."""
-    return (act["flops"] * px["energy_flop"] + act["sram"] * hw["energy_sram"]
+def pass_energy(hw: dict, act: dict) -> float:
+    """Section 9: the energy of a pass's activity (:func:`activity`): the compute units at
+    ``tdp - idle`` while its FLOPs run at the engine's rate, bytes per tier kind and over the
+    links at their energies per byte."""
+    return (act["t_flops"] * max(hw["tdp"] - hw["idle"], 0.0) + act["sram"] * hw["energy_sram"]
             + act["dram"] * hw["energy_dram"] + act["host"] * hw["energy_host"]
             + act["link"] * hw["energy_link"])
 
@@ -861,8 +863,8 @@ def static_batch_point(hw: dict, md: dict, px: dict, batch, context, output_len,
     e2e = ttft + (output_len - 1) * tpot
     devices = ly["tp"] * pp * ly["ep"] * dp
     throughput = dp * batch * output_len / e2e
-    p_pre = phase_power(hw, m * pass_energy(hw, px, activity(pre)), ttft)
-    p_dec = phase_power(hw, m * pass_energy(hw, px, per_token), tpot)
+    p_pre = phase_power(hw, m * pass_energy(hw, activity(pre)), ttft)
+    p_dec = phase_power(hw, m * pass_energy(hw, per_token), tpot)
     energy = p_pre * ttft + p_dec * (output_len - 1) * tpot
     power = devices * energy / e2e
     system_power = power + devices * hw["host_power"]

@@ -108,6 +108,7 @@ def iteration(hw: dict, md: dict, pr: dict, px: dict, ly: dict, sz: dict, placem
     r_dec, r_pre = px["peak"] * px["eff_decode"], px["peak"] * px["eff_prefill"]
     t_attn = attn_dec / r_dec + attn_pre / r_pre
     t_comp = w_dec * (dense + expert) / r_dec + (1 - w_dec) * (dense + expert) / r_pre + t_attn
+    t_flops = t_comp  # the FLOPs' time at the engine's rates: it sets their energy (section 9)
     kvf = pr["kv_bytes"] * sz["f_kv"] * sf
     kv_dec = md["kv_elems_full"] * c_mean + md["kv_elems_window"] * c_win
     traffic = {
@@ -126,10 +127,10 @@ def iteration(hw: dict, md: dict, pr: dict, px: dict, ly: dict, sz: dict, placem
     t_s = stage_pass(hw, t_busy, comm["t_comm"], t_ovh)
     t_hop = pipeline_hops(hw, md, pr, ly, tokens_busy)
     flops = dense + expert + attn_dec + attn_pre
-    ph = {"flops": flops, "t_peak": mem["t_peak"], "moved": mem["moved"],
+    ph = {"flops": flops, "t_flops": t_flops, "t_peak": mem["t_peak"], "moved": mem["moved"],
           "link_bytes": comm["link_bytes"]}
     return {"time": max(m, pp) * t_s + t_hop + hw["iteration_overhead"],
-            "energy": pass_energy(hw, px, activity(ph)) * m, "flops_m": flops * m,
+            "energy": pass_energy(hw, activity(ph)) * m, "flops_m": flops * m,
             "traffic_m": mem["traffic"] * m, "t_peak_m": mem["t_peak"] * m, "m": m,
             # the decode diagnostics' inputs (section 10)
             "flops": flops, "expert_flops": expert, "t_comp": t_comp, "t_s": t_s, "busy": t_busy,

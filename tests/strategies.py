@@ -223,8 +223,7 @@ def px_values(draw, peak=None) -> dict:
     px = {"peak": draw(rarely(0.0, peaks)) if peak is None else float(peak),
           "eff_prefill": draw(efficiencies), "eff_decode": draw(efficiencies),
           "kv_factor": draw(st.one_of(st.just(1.0), st.floats(0.3, 1.0))),
-          "weight_factor": draw(st.one_of(st.just(1.0), st.floats(0.3, 1.0))),
-          "energy_flop": draw(zero_or(log_floats(1e-14, 1e-11)))}
+          "weight_factor": draw(st.one_of(st.just(1.0), st.floats(0.3, 1.0)))}
     assert set(px) == set(PX_FIELDS)
     return px
 
@@ -232,7 +231,7 @@ def px_values(draw, peak=None) -> dict:
 def simple_px(peak=989e12, eff=1.0) -> dict:
     """A platform x precision row with one efficiency for both phases and unit factors."""
     return {"peak": float(peak), "eff_prefill": eff, "eff_decode": eff, "kv_factor": 1.0,
-            "weight_factor": 1.0, "energy_flop": 0.0}
+            "weight_factor": 1.0}
 
 
 # ---------------------------------------------------------------------------------------- models
@@ -517,7 +516,7 @@ def evaluate(points: list[dict]) -> list[dict[str, float]]:
 
     n = len(points)
     decoy = {"peak": 7.0e13, "eff_prefill": 0.31, "eff_decode": 0.37, "kv_factor": 0.5,
-             "weight_factor": 0.7, "energy_flop": 3e-13}
+             "weight_factor": 0.7}
     pxs = [[p["px"] if i == j else decoy for j in range(n)] for i, p in enumerate(points)]
     idx = np.arange(n, dtype=np.int64)
     out = kernels.evaluate_points(

@@ -51,12 +51,16 @@ def pools():
 def test_decode_phase_power_and_cost_are_the_kernels_decode_phase(p):
     """The decode phase's system power from a static wave and its prompt pass alone equals the
     reference's decode power (plus the host share) on every device of the layout; its cost rate
-    follows from it (docs/model.md section 13.6)."""
+    follows from it (docs/model.md section 13.6). Where the KV cache of the whole output moves
+    the placement (a tier spills), the prompt pass alone runs on another placement than the
+    wave's and the difference is not the decode phase: those points are left out (a draw with
+    tiers of 1e10 and 1e9 B/s gave a prefill 5.5% apart and a decode power 0.09% off)."""
     assume(p["output_len"] >= 2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         full, prompt = S.evaluate([p, {**p, "output_len": 1.0}])
     assume(full["fits"] == 1 and prompt["fits"] == 1 and full["concurrency"] == p["batch"])
+    assume(full["ttft"] == pytest.approx(prompt["ttft"], rel=1e-6))
     ref = reference_point(p["hw"], p["md"], p["px"], p["batch"], p["context"], p["output_len"],
                           p["pr"], p["ly"], 0.0, diagnostics=True)
     assume(not ref["near_fit_edge"] and not ref["near_stage_step"])

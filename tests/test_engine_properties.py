@@ -312,8 +312,6 @@ SAME = (*(f"tier{i}_kind" for i in range(3)),
         "oneshot_max_bytes_large", "fastest_collective", "spatial_layers")
 NOT_SPEED = ("tdp", "idle", "host_power", "energy_sram", "energy_dram", "energy_host",
              "energy_link", "cost_fixed", "cost_energy")
-#: platform x precision fields that do not set a time either
-PX_NOT_SPEED = ("energy_flop",)
 
 
 def worse_fields(t, better: int, base: int) -> list[str]:
@@ -325,7 +323,7 @@ def worse_fields(t, better: int, base: int) -> list[str]:
     bad += [f for f in SAME if hw[0][f] != hw[1][f]]
     for p in range(t.px.shape[1]):
         bad += [f"px[{p}].{f}" for j, f in enumerate(PX_FIELDS)
-                if f not in PX_NOT_SPEED and t.px[better, p, j] < t.px[base, p, j]]
+                if t.px[better, p, j] < t.px[base, p, j]]
     return bad
 
 

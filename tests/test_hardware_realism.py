@@ -187,6 +187,24 @@ def test_decode_power_is_static_plus_bytes_times_energy_per_byte():
     assert float(r.power.iloc[0]) == pytest.approx(p_mem, rel=0.03)
     assert float(r.power.iloc[0]) < 0.95 * dev.tdp
 
+def test_compute_units_draw_their_power_for_as_long_as_the_engine_computes():
+    """H100 Llama-3.1-8B under vLLM, static batch 64. The FLOPs' energy was fixed per FLOP at the
+    achievable rate, so the engine's low fp8 factors (prefill 0.28 of that rate) lowered the power
+    with the rate: a 4,096-token prefill of 64 prompts in fp8 drew 311 W (bf16: 695 W, the TDP
+    cap), and at seed 004's workload (prompt 400, 215 generated) fp8 drew 0.74 of bf16's board
+    power (331 against 445 W), where the seed's fp8 gains in tokens/J are within a few points of
+    those in throughput. Compute units that run draw ``tdp - idle`` for as long as they run at
+    the engine's rate (docs/model.md section 9): 700 W, the TDP, for the fp8 prefill and 0.94 of
+    bf16's power (440 against 468 W) at the seed's workload."""
+    tdp = load_device("h100-sxm").tdp
+    r = run([point("h100-sxm", "llama-3.1-8b", p, "tp1", 64, c, o)
+             for p, c, o in (("fp8", 4096, 1), ("bf16", 400, 215), ("fp8", 400, 215))],
+            engine="vllm")
+    power = r.power.to_numpy(float)
+    assert power[0] == pytest.approx(tdp, rel=1e-6)
+    assert 0.9 < power[2] / power[1] < 1.0
+
+
 def test_per_kw_answers_name_the_devices_whose_power_is_an_estimate():
     """TPU v7's 600 W is an estimate (Google publishes no chip TDP) and it is the per-kW winner
     of Llama-3.1-8B at batch 1 among these devices; the result marks it (coordinates

@@ -109,7 +109,7 @@ def test_points_match_reference(points, rnd):
     rnd.shuffle(order)
     idx = np.array(order, dtype=np.int64)
     decoy = {"peak": 3.0e14, "eff_prefill": 0.3, "eff_decode": 0.2, "kv_factor": 0.6,
-             "weight_factor": 0.8, "energy_flop": 2e-13}
+             "weight_factor": 0.8}
     px = S.px_table([[p["px"] if i == j else decoy for j in range(n)]
                      for i, p in enumerate(points)])
     with warnings.catch_warnings():

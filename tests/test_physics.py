@@ -375,8 +375,7 @@ def test_more_overlap_never_slower(p, ov1, ov2):
       'eff_prefill': 1.0,
       'eff_decode': 1.0,
       'kv_factor': 1.0,
-      'weight_factor': 1.0,
-      'energy_flop': 0.0},
+      'weight_factor': 1.0},
      'md': {'n_layers': 10.0,
       'd_model': 64.0,
       'vocab_size': 1000.0,
@@ -792,29 +791,30 @@ def test_energy_is_power_times_time(p):
 
 
 @given(S.fitting_points(layout={"tp": 1, "pp": 1, "ep": 1}, ideal=True),
-       st.floats(0.05, 1.0))
-def test_compute_at_the_achievable_rate_draws_the_tdp(p, eff):
-    """Section 9: the energy per FLOP is (tdp - idle) / (achievable FLOP/s), so a device that
-    computes at that rate all the time draws its TDP, whatever it moves (the cap). One device,
-    no communication, no host overheads, unlimited bandwidth: every phase is pure compute."""
-    hw, px = p["hw"], p["px"]
-    e_flop = (hw["tdp"] - hw["idle"]) / (px["peak"] * eff)
+       st.floats(0.05, 1.0), st.floats(0.05, 1.0))
+def test_compute_draws_the_tdp_at_any_engine_rate(p, eff_pre, eff_dec):
+    """Section 9: compute units that run draw the device's dynamic range (tdp - idle) for as
+    long as the FLOPs take at the engine's rate, so a device that only computes draws its TDP
+    whatever share of the peak its kernels reach (issue 21: before, the energy per FLOP was
+    fixed at the achievable rate and an engine at 0.28 of it drew 0.28 of the dynamic range). One
+    device, no communication, no host overheads, unlimited bandwidth: every phase is pure
+    compute."""
+    hw = p["hw"]
     q = S.variant(p, hw={"tier0_bandwidth": HUGE, "tier1_bandwidth": HUGE, "tier2_bandwidth": HUGE,
                          "host_bandwidth": HUGE},
-                  px={"eff_prefill": eff, "eff_decode": eff, "energy_flop": e_flop})
+                  px={"eff_prefill": eff_pre, "eff_decode": eff_dec})
     r = S.evaluate_one(q)
     assert close(r["power"], p["ly"]["dp"] * hw["tdp"], 1e-5)
 
 
 @given(S.fitting_points(), st.sampled_from(["energy_sram", "energy_dram", "energy_host",
-                                            "energy_link", "energy_flop"]),
+                                            "energy_link"]),
        S.log_floats(1e-13, 1e-9))
 def test_more_energy_per_operation_never_lowers_power(p, what, delta):
     """Section 9: power is the static power plus the energy of what the device does over the
-    time it takes, capped at the TDP; a larger energy per byte or per FLOP changes no time and
-    raises the power (or leaves it at the cap or unchanged when nothing of that kind moves)."""
-    where = "px" if what == "energy_flop" else "hw"
-    base, more = S.evaluate([p, S.variant(p, **{where: {what: p[where][what] + delta}})])
+    time it takes, capped at the TDP; a larger energy per byte changes no time and raises the
+    power (or leaves it at the cap or unchanged when nothing of that kind moves)."""
+    base, more = S.evaluate([p, S.variant(p, hw={what: p["hw"][what] + delta})])
     for name in TIMES:
         assert base[name] == more[name]
     assert le(base["power"], more["power"])

@@ -141,14 +141,6 @@ class Device:
         """Sum of on-device tier capacities [B] (host tier excluded)."""
         return sum(t.capacity for t in self.tiers)
 
-    def flop_energy(self, dtype: str) -> float:
-        """Energy per FLOP [J/FLOP] of compute dtype ``dtype``: ``(tdp - idle) / (peak x
-        achievable fraction)``, so that computing at the achievable rate draws the board power
-        (docs/model.md section 9: that rate is what the device sustains within its power limit;
-        power.md, "Dynamic pJ/FLOP", uses the same rule at the dense peak). 0 without a peak."""
-        rate = self.peak_flops.get(dtype, 0.0) * self.efficiency.flops_efficiency_for(dtype)
-        return max(self.tdp - self.idle, 0.0) / rate if rate > 0 else 0.0
-
     @property
     def tdp_estimated(self) -> bool:
         """True when the board power ``tdp`` is an estimate (the vendor publishes none)."""

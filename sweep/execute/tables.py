@@ -88,13 +88,12 @@ def platform_columns(dev: Device, eng: Any, cost: Any | None, prefill_chunk: flo
 
 
 def precision_platform_values(dev: Device, eng: Any, p: Precision) -> dict[str, float]:
-    """Peak [FLOP/s], efficiencies and energy per FLOP [J/FLOP] of precision ``p``'s compute
-    dtype on the platform (docs/model.md section 1): the device's achievable fraction x the
-    engine's factors; the energy is the device's (section 9)."""
+    """Peak [FLOP/s] and efficiencies of precision ``p``'s compute dtype on the platform
+    (docs/model.md section 1): the device's achievable fraction x the engine's factors."""
     dtype = p.compute_dtype_for(dev.peak_flops)
     if dtype is None:
         return {"peak": 0.0, "eff_prefill": 1.0, "eff_decode": 1.0, "kv_factor": 1.0,
-                "weight_factor": 1.0, "energy_flop": 0.0}
+                "weight_factor": 1.0}
     achievable = dev.efficiency.flops_efficiency_for(dtype)
     weight_only = p.weight_bits < p.act_bits
     w = eng.weight_only_efficiency if weight_only else 1.0
@@ -102,7 +101,7 @@ def precision_platform_values(dev: Device, eng: Any, p: Precision) -> dict[str, 
             "eff_prefill": achievable * eng.compute(dtype, "prefill") * w,
             "eff_decode": achievable * eng.compute(dtype, "decode") * w,
             "kv_factor": eng.kv8_efficiency if p.kv_bits < 16 else 1.0,
-            "weight_factor": w, "energy_flop": dev.flop_energy(dtype)}
+            "weight_factor": w}
 
 
 def model_columns(m: ModelArch, context_scaling: float = 1.0) -> dict[str, float]:
