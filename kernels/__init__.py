@@ -3,6 +3,7 @@
 This package imports neither ``grids`` nor ``sweep``. Entry points: :func:`evaluate_grid` (the
 Cartesian grid) and :func:`evaluate_points` (a list of arbitrary points); both run the same
 per-point physics in :mod:`kernels.roofline`. The array contract is :mod:`kernels.params`.
+:mod:`kernels.fluid` holds the fluid model of a finite run (``sweep.finite_run``).
 Importing this package does not import numba: the entry points load on first use, and each is
 compiled (or loaded from numba's on-disk cache) on its first call, for its one signature. The
 kernels run on :func:`num_threads` threads (:func:`set_num_threads`); :func:`compile_kernels`

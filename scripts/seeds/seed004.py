@@ -115,6 +115,8 @@ def _value(r: Measured, df: pd.DataFrame) -> tuple[float, str, dict]:
     ref = df[df["_role"] == "reference"]
     own = df[df["_role"] != "reference"]
     ok = own[own["fits"] == 1]
+    if r.kind == "mean" and r.requests and len(ok):
+        return _mean_run_power(r, ok), f"{len(ok)} of {len(own)} points fit", {}
     if r.kind == "mean":
         return (float(ok["power"].mean()) if len(ok) else np.nan,
                 f"{len(ok)} of {len(own)} points fit", {})
@@ -141,6 +143,19 @@ def _value(r: Measured, df: pd.DataFrame) -> tuple[float, str, dict]:
         a = ref[ref["fits"] == 1]
         return (float(a[name].iloc[0] / pt[name]) if len(a) else np.nan), note, at
     return float(pt[r.metric]), note, at
+
+
+def _mean_run_power(r: Measured, ok: pd.DataFrame) -> float:
+    """A ``mean`` row with a data set: the mean over its experiments of the board power averaged
+    over a finite run of ``r.requests`` requests (``sweep.finite_run``'s ``run_power``), at most
+    the experiment's batch in flight."""
+    runs = pd.DataFrame({"hardware": ok["hardware"], "engine": ok["engine"],
+                         "model": ok["model"], "precision": ok["precision"],
+                         "parallelism": ok["parallelism"], "batch": ok["batch"],
+                         "context": ok["context"], "output_len": ok["output_len"],
+                         "requests": r.requests, "output_cv": LMSYS_OUTPUT_CV,
+                         "output_max": LMSYS_OUTPUT_MAX})
+    return float(sweep.finite_run(runs)["run_power"].mean())
 
 
 def _finite_run(r: Measured, pt: pd.Series) -> tuple[float, str, dict]:

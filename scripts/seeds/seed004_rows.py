@@ -72,7 +72,8 @@ class Measured:
     cause_high: str = ""  # a key of CAUSES
     cause_low: str = ""
     #: requests of the data set each replica served to the last (a ``cap`` row evaluated as a
-    #: finite run, docs/model.md section 13.7; 0: the steady state at the cap)
+    #: finite run, docs/model.md section 13.7; 0: the steady state at the cap; a ``mean`` row:
+    #: each experiment's mean power over such a run, 0: its static batch's)
     requests: int = 0
 
 
@@ -214,15 +215,17 @@ ROWS: tuple[Measured, ...] = (
     Measured("21", "average power", "a100-sxm-80g", "vllm", "", "tp1", 0, 337.0, "W", "power",
              "IV-A, single-GPU results",
              "mean board `power` over the single-GPU runs (Figs. 1-3: Llama-3.1-8B, Qwen3-14B, "
-             "Mistral-Small-24B, Qwen3-32B; batch 16-128; bf16 and W8A16); which runs the seed "
-             "averaged is not stated",
-             kind="mean", precision="bf16,w8a16", cause_high=_GPU_POWER),
+             "Mistral-Small-24B, Qwen3-32B; batch 16-128; bf16 and W8A16), each the mean over a "
+             "run of the data set's 1,000 requests, at most the batch in flight (`run_power`, "
+             "docs/model.md 13.7); which runs the seed averaged is not stated",
+             kind="mean", precision="bf16,w8a16", cause_high=_GPU_POWER,
+             requests=SEED004_REQUESTS),
     Measured("22", "average power", "h100-sxm", "vllm", "", "tp1", 0, 478.0, "W", "power",
              "IV-A, single-GPU results", "as row 21, bf16 and FP8 (W8A8)", kind="mean",
-             precision="bf16,fp8", cause_high=_GPU_POWER),
+             precision="bf16,fp8", cause_high=_GPU_POWER, requests=SEED004_REQUESTS),
     Measured("23", "average power", "mi300x", "vllm", "", "tp1", 0, 625.0, "W", "power",
              "IV-A, single-GPU results", "as row 21, bf16 and FP8 (W8A8)", kind="mean",
-             precision="bf16,fp8", cause_high=_GPU_POWER),
+             precision="bf16,fp8", cause_high=_GPU_POWER, requests=SEED004_REQUESTS),
     Measured("24", "average power", "cs-3", "cerebras", "llama-3.1-8b", "tp1", 1, 24200.0, "W",
              "system_power", "IV-C, energy paragraph",
              f"{_NOT_STATED_B1}; chassis = `system_power` (wafer + system)",

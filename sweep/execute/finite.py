@@ -34,6 +34,11 @@ Output lengths: the mean is the row's ``output_len``; ``output_cv`` (default 0: 
 the same length) is the coefficient of variation of a log-normal distribution, cut at
 ``output_max`` when given, its location set so that the cut distribution keeps the mean.
 Prompts keep their mean length (``context``) for every request, as in section 13.2.
+
+Energy: the start costs the static prefill's power over its time; each decode iteration the
+decode-only step's power (the static point's energy less its prefill's, over its decode steps)
+and the steady step's, mixed as the times are. ``run_power`` is the run's energy over its time:
+the board power a meter averages over a benchmark, tail included.
 """
 
 from __future__ import annotations
@@ -74,24 +79,39 @@ def length_pmf(mean: float, cv: float, most: float = math.inf) -> tuple[np.ndarr
     s2 = math.log1p(cv * cv)
     sig = math.sqrt(s2)
     top = most if math.isfinite(most) else mean * math.exp(sig * Z_TOP - s2 / 2.0)
-    top = max(top, mean)
+    top = max(top, math.ceil(mean))  # whole tokens: a cut below the mean rounded up cannot keep it
     lengths = np.arange(1.0, math.floor(top) + 1.0)
     edges = np.log(np.concatenate([[0.5], lengths + 0.5]))
 
     def pmf(mu: float) -> np.ndarray:
         c = ndtr((edges - mu) / sig)
         p = np.diff(c)
-        return p / p.sum()
+        total = p.sum()
+        if not total > 0:  # mu far beyond an end (a mean at 1 token or at the cut): all there
+            p = np.zeros_like(lengths)
+            p[-1 if mu > edges[-1] else 0] = 1.0
+            return p
+        return p / total
 
     # the location whose cut, discretised distribution has the asked mean (bisection on mu)
-    lo_mu, hi_mu = math.log(mean) - s2 - 10.0, math.log(mean) + 10.0
-    for _ in range(80):
+    # (bracketed wide enough for a mean at 1 token or at the cut, whose roots are far out)
+    lo_mu, hi_mu = -40.0 * sig - 10.0, math.log(top + 0.5) + 40.0 * sig + 10.0
+    for _ in range(100):
         mid = 0.5 * (lo_mu + hi_mu)
         if float(pmf(mid) @ lengths) < mean:
             lo_mu = mid
         else:
             hi_mu = mid
-    return lengths, pmf(0.5 * (lo_mu + hi_mu))
+    p = pmf(0.5 * (lo_mu + hi_mu))
+    # a mean at an end (1 token, or the cut) is a limit the bisection nears but does not reach
+    # in floating point: the missing mass goes to that end, so the mean is kept exactly
+    got = float(p @ lengths)
+    end = lengths[-1] if got < mean else lengths[0]
+    if got != mean and end != got:
+        w = (mean - got) / (end - got)
+        p = (1.0 - w) * p
+        p[-1 if got < mean else 0] += w
+    return lengths, p
 
 
 def fluid_run(steps: np.ndarray, prob: np.ndarray, n_requests: float, conc: float,
@@ -99,94 +119,39 @@ def fluid_run(steps: np.ndarray, prob: np.ndarray, n_requests: float, conc: floa
     """Expected decode occupancy and admissions of each iteration of a finite run.
 
     ``steps``/``prob``: decode iterations per request (whole numbers >= 0) and their
-    probabilities; ``n_requests`` queued at time 0, at most ``conc`` in flight. Returns
-    (``n``: requests decoding in each iteration, ``a``: requests admitted at its end, ``w``: how
-    many iterations the entry stands for, the entry at which the queue empties). Admissions at
-    the end of an iteration decode from the next one (their prompt is carried by it: see
-    :func:`finite_run`); ``a`` leaves out the requests admitted at the start in place of those
-    that end with their prompt (one output token), which the first iteration carries with the
-    others.
+    probabilities; ``n_requests`` queued at time 0, at most ``conc`` in flight. Returns (``n``:
+    requests decoding in each iteration, ``a``: requests admitted at its end, ``w``: how many
+    iterations the entry stands for, the entry at which the queue empties): the numba kernel
+    :func:`kernels.fluid.fluid_iterations` (its docstring says how admissions are counted and
+    how the repetitions of a long queue are counted instead of iterated; ``skip_repeats=False``
+    iterates them all, for the tests)."""
+    from kernels.fluid import fluid_iterations  # lazy: importing sweep does not load numba
 
-    While the queue lasts the run repeats itself: with spread lengths it settles to a fixed
-    point (the same requests by age every iteration), with one length ``D`` to a cycle of ``D``
-    iterations. Once the state matches the one a step (or a cycle) before to
-    1e-12 of the requests in flight, the repetitions up to the queue's last cycle are counted in
-    ``w`` instead of iterated: 10^6 requests through 64 slots take as long as a few cycles
-    (``skip_repeats=False`` iterates them all, for the tests)."""
+    steps = np.asarray(steps, dtype=np.float64)
+    prob = np.asarray(prob, dtype=np.float64)
     d_max = int(steps[prob > 0].max())
-    period = max(d_max, 1)  # one length D: every slot is refilled each D iterations
-    surv = np.zeros(d_max + 2)  # surv[k] = P(D > k)
-    pmf = np.zeros(d_max + 2)
+    pmf = np.zeros(d_max + 1)
     keep = steps <= d_max
     np.add.at(pmf, steps[keep].astype(np.int64), prob[keep])
-    surv[:d_max + 1] = 1.0 - np.cumsum(pmf[:d_max + 1])
-    surv = np.clip(surv, 0.0, None)
-    # hazard of finishing after decoding age+1 tokens, given alive at age
-    with np.errstate(invalid="ignore", divide="ignore"):
-        fin = np.where(surv[:-1] > 0, (surv[:-1] - surv[1:]) / surv[:-1], 1.0)
-    fin = fin[:d_max + 1]
-    start = min(n_requests, conc)
-    queue = n_requests - start
-    alive = np.zeros(d_max + 1)  # expected requests by tokens decoded so far
-    # requests with D = 0 finish with their prompt: they never decode
-    alive[0] = start * (1.0 - pmf[0])
-    done_at_start = start * pmf[0]
-    take = min(queue, done_at_start)
-    queue -= take
-    alive[0] += take * (1.0 - pmf[0])
-    occ: list[float] = []
-    adm: list[float] = []
-    wgt: list[float] = []
-    emptied = 0 if queue <= 0 else -1
-    total = n_requests
-    tol = 1e-12 * max(conc, 1.0)
-    cycle_start = alive.copy()
-    while True:
-        n = float(alive.sum())
-        if n < 1e-9 * total:
-            break
-        before = alive
-        occ.append(n)
-        wgt.append(1.0)
-        out = alive * fin
-        freed = float(out.sum())
-        alive = np.concatenate([[0.0], (alive - out)[:-1]])
-        a = min(queue, freed)
-        queue -= a
-        alive[0] += a  # the admitted start decoding in the next iteration
-        adm.append(a)
-        if queue <= 0:
-            if emptied < 0:
-                emptied = len(occ)
-            continue
-        if not skip_repeats:
-            continue
-        # a repeating state with a long queue left: count the repetitions instead
-        spans = [(1, before)]
-        if len(occ) % period == 0:
-            # not the first cycle: its first iteration carries no prompts (the start does)
-            if len(occ) >= 2 * period:
-                spans.append((period, cycle_start))
-            cycle_start = alive.copy()
-        for span, ref in spans:
-            if np.abs(alive - ref).sum() > tol:
-                continue
-            per = float(np.sum(adm[-span:]))
-            reps = math.floor(queue / per) - 1 if per > 0 else 0
-            if reps >= 1:
-                for k in range(len(wgt) - span, len(wgt)):
-                    wgt[k] += reps
-                queue -= reps * per
-            break
-    return np.asarray(occ), np.asarray(adm), np.asarray(wgt), max(emptied, 0)
+    occ, adm, wgt, emptied = fluid_iterations(pmf, float(n_requests), float(conc),
+                                              bool(skip_repeats))
+    return occ, adm, wgt, int(emptied)
 
 
-def run_time(occ: np.ndarray, adm: np.ndarray, levels: np.ndarray, t_dec: np.ndarray,
-             t_cont: np.ndarray, a_cont: np.ndarray, prompt: float) -> np.ndarray:
-    """Time [s] of each decode iteration of a fluid run (:func:`fluid_run`) from the decode-only
-    and steady-state step times at the occupancies ``levels``, the steady state's admissions
-    per iteration there (``a_cont``) and the time ``prompt`` [s] that one prompt takes in a
-    static batch's prefill (see the module docstring)."""
+def run_costs(occ: np.ndarray, adm: np.ndarray, levels: np.ndarray, t_dec: np.ndarray,
+              t_cont: np.ndarray, a_cont: np.ndarray, prompt: float,
+              powers: tuple[np.ndarray, np.ndarray, float] | None = None
+              ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Time [s] and energy [J] of each decode iteration of a fluid run (:func:`fluid_run`)
+    from the decode-only and steady-state step times at the occupancies ``levels``, the steady
+    state's admissions per iteration there (``a_cont``) and the time ``prompt`` [s] that one
+    prompt takes in a static batch's prefill (see the module docstring).
+
+    ``powers`` = (decode-only power at ``levels``, steady-state power at ``levels``, the static
+    prefill's power) [W]: an iteration's energy mixes the decode-only and steady steps' energies
+    as its time mixes their times (a bunch of prompts that outlasts the mix costs the prefill's
+    power over its time), its mean power kept between the powers it mixes. Without ``powers``
+    the energy is None."""
     # expected iterations where fewer than one request runs: Poisson chance that any does
     p_any = np.where(occ >= 8.0, 1.0, -np.expm1(-occ))
     n_given = occ / np.maximum(p_any, 1e-300)
@@ -196,8 +161,26 @@ def run_time(occ: np.ndarray, adm: np.ndarray, levels: np.ndarray, t_dec: np.nda
     steady_adm = np.maximum(np.interp(n_at, levels, a_cont), 1e-12)
     # admissions happen at the end of iteration k and their prompts ride iteration k + 1
     a_next = np.concatenate([[0.0], adm[:-1]]) / np.maximum(p_any, 1e-300)
-    mixed = dec + np.clip(a_next / steady_adm, 0.0, None) * np.maximum(cont - dec, 0.0)
-    return p_any * np.maximum(mixed, a_next * prompt)
+    share = np.clip(a_next / steady_adm, 0.0, None)
+    extra = cont > dec
+    mixed = dec + np.where(extra, share * (cont - dec), 0.0)
+    bunch = a_next * prompt
+    time = p_any * np.maximum(mixed, bunch)
+    if powers is None:
+        return time, None
+    p_dec = np.interp(n_at, levels, powers[0])
+    p_cont = np.interp(n_at, levels, powers[1])
+    e_mixed = p_dec * dec + np.where(extra, share * (p_cont * cont - p_dec * dec), 0.0)
+    e_mixed = np.clip(e_mixed, np.minimum(p_dec, p_cont) * mixed,
+                      np.maximum(np.maximum(p_dec, p_cont), powers[2]) * mixed)
+    energy = p_any * np.where(mixed >= bunch, e_mixed, bunch * powers[2])
+    return time, energy
+
+
+def run_time(occ: np.ndarray, adm: np.ndarray, levels: np.ndarray, t_dec: np.ndarray,
+             t_cont: np.ndarray, a_cont: np.ndarray, prompt: float) -> np.ndarray:
+    """Time [s] of each decode iteration of a fluid run: :func:`run_costs` without powers."""
+    return run_costs(occ, adm, levels, t_dec, t_cont, a_cont, prompt)[0]
 
 
 def _column(table: pd.DataFrame, col: str, default: float) -> np.ndarray:
@@ -231,8 +214,11 @@ def finite_run(table: Any, *, prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
         A copy of ``table`` with ``run_time`` [s] (first prompt to last token),
         ``run_throughput`` [token/s] (output tokens over ``run_time``, all replicas),
         ``run_total_throughput`` [token/s] (prompt and output tokens), ``tail_time`` [s] (from
-        the queue emptying to the last token), ``steady_throughput`` [token/s] (the steady
-        state's output tokens per second at the same load, :func:`sweep.evaluate`'s
+        the queue emptying to the last token), ``run_energy`` [J] (all the layout's devices
+        over the run), ``run_power`` [W] (its mean board power: ``run_energy / run_time``, the
+        counterpart of :func:`sweep.evaluate`'s ``power``), ``run_system_power`` [W] (with the
+        host and system share, as ``system_power``), ``steady_throughput`` [token/s] (the
+        steady state's output tokens per second at the same load, :func:`sweep.evaluate`'s
         ``throughput``) and ``batch_used`` (requests in flight per replica while the queue
         lasts), and ``fits``; NaN where the point does not fit (``fits`` 0).
     """
@@ -279,17 +265,31 @@ def finite_run(table: Any, *, prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
     at["batch"] = np.concatenate(lv)
     start = inputs.copy()
     start["batch"] = np.where(fits, np.maximum(np.floor(conc), 1.0), 1.0)
+    # the same static points with one output token: their power is the prefill's alone
     both = pd.concat([at.assign(batching="static"), at.assign(batching="continuous"),
-                      start.assign(batching="static")], ignore_index=True)
+                      start.assign(batching="static"),
+                      at.assign(batching="static", output_len=1),
+                      start.assign(batching="static", output_len=1)], ignore_index=True)
     ev = evaluate_table(both, prefill_chunk=prefill_chunk, calibration=calibration, cost=cost)
-    m = len(at)
+    m, n = len(at), len(table)
     tpot = ev["tpot"].to_numpy(float)
     t_dec, t_cont = tpot[:m], tpot[m:2 * m]
     thr_cont = ev["throughput"].to_numpy(float)[m:2 * m]
-    ttft_start = ev["ttft"].to_numpy(float)[2 * m:]
+    ttft_start = ev["ttft"].to_numpy(float)[2 * m:2 * m + n]
+    power = ev["power"].to_numpy(float)
+    p_cont, p_start = power[m:2 * m], power[3 * m + n:]
+    # decode-only power at each level: the static point's energy less its prefill's, over
+    # its decode steps (all the layout's devices, as every power column)
+    steps = (at["output_len"].to_numpy(float) - 1.0) * t_dec
+    e_pre = power[2 * m + n:3 * m + n] * ev["ttft"].to_numpy(float)[2 * m + n:3 * m + n]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p_dec = np.where(steps > 0, (power[:m] * ev["e2e_latency"].to_numpy(float)[:m] - e_pre)
+                         / steps, power[:m])
+    host_share = steady["system_power"].to_numpy(float) - steady["power"].to_numpy(float)
     bounds = np.concatenate([[0], np.cumsum([len(x) for x in lv])])
     res = {k: np.full(len(table), math.nan) for k in
-           ("run_time", "run_throughput", "run_total_throughput", "tail_time")}
+           ("run_time", "run_throughput", "run_total_throughput", "tail_time", "run_energy",
+            "run_power", "run_system_power")}
     ctx = pd.to_numeric(table["context"], errors="coerce").to_numpy(float)
     for i in range(len(table)):
         sl = slice(bounds[i], bounds[i + 1])
@@ -299,9 +299,15 @@ def finite_run(table: Any, *, prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
         occ, adm, wgt, emptied = fluid_run(lengths - 1.0, prob, per_replica[i], conc[i])
         # the steady state's admissions per iteration: its request rate x its iteration time
         a_cont = thr_cont[sl] / dp[i] / out_len[i] * t_cont[sl]
-        dt = wgt * run_time(occ, adm, lv[i], t_dec[sl], t_cont[sl], a_cont,
-                            ttft_start[i] / max(math.floor(conc[i]), 1.0))
+        dt, de = run_costs(occ, adm, lv[i], t_dec[sl], t_cont[sl], a_cont,
+                           ttft_start[i] / max(math.floor(conc[i]), 1.0),
+                           (p_dec[sl], p_cont[sl], p_start[i]))
+        dt, de = wgt * dt, wgt * de
         total = ttft_start[i] + dt.sum()
+        energy = p_start[i] * ttft_start[i] + de.sum()
+        res["run_energy"][i] = energy
+        res["run_power"][i] = energy / total
+        res["run_system_power"][i] = energy / total + host_share[i]
         res["run_time"][i] = total
         res["tail_time"][i] = dt[emptied:].sum()
         res["run_throughput"][i] = n_req[i] * out_len[i] / total
