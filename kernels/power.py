@@ -1,4 +1,4 @@
-"""Board power that follows activity: a static floor plus energy per FLOP and per byte moved.
+"""Board power that follows activity: a static floor, compute while it runs, energy per byte moved.
 
 Numba scalar helpers inlined into :mod:`kernels.static` and :mod:`kernels.serving` (docs/model.md
 section 9). Over a phase of ``duration`` seconds a device draws its static power (clocks up, the
@@ -41,7 +41,7 @@ def compute_energy(hw, t_compute):
 
 @scalar_jit
 def activity_power(hw, energy, duration):
-    """Average power [W] of one device that spends ``energy`` [J] (FLOPs and bytes moved) over a
+    """Average power [W] of one device that spends ``energy`` [J] (compute and bytes moved) over a
     phase of ``duration`` [s]: ``P = min(tdp, idle + energy / duration)``  [model.md section 9]."""
     if duration <= 0.0:
         return hw[H_IDLE]
