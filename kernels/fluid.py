@@ -92,8 +92,7 @@ def fluid_iterations(pmf, n_requests, conc, skip_repeats):
         freed = 0.0
         n_next = 0.0
         nxt[0] = 0.0
-        hi = min(top, d_max)
-        for k in range(hi + 1):
+        for k in range(top + 1):
             out = alive[k] * fin[k]
             freed += out
             if k < d_max:
@@ -125,18 +124,16 @@ def fluid_iterations(pmf, n_requests, conc, skip_repeats):
             check_cycle = count >= 2 * period
             ref_cycle[:] = cycle_start
             cycle_start[:] = alive
-        for which in range(2):
-            if which == 1:
-                if not check_cycle:
-                    break
+        span = 0
+        if diff <= tol:
+            span = 1
+        elif check_cycle:
+            diff = 0.0
+            for k in range(d_max + 1):
+                diff += abs(alive[k] - ref_cycle[k])
+            if diff <= tol:
                 span = period
-                diff = 0.0
-                for k in range(d_max + 1):
-                    diff += abs(alive[k] - ref_cycle[k])
-            else:
-                span = 1
-            if diff > tol:
-                continue
+        if span > 0:
             per = 0.0
             for k in range(count - span, count):
                 per += adm[k]
@@ -145,5 +142,4 @@ def fluid_iterations(pmf, n_requests, conc, skip_repeats):
                 for k in range(count - span, count):
                     wgt[k] += reps
                 queue -= reps * per
-            break
     return occ[:count].copy(), adm[:count].copy(), wgt[:count].copy(), max(emptied, 0)

@@ -138,28 +138,29 @@ def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
     d = st.dec
     flops_dec = d.flops_w + attn1
     r_dec = peak * px[X_EDEC]
+    t_flops = flops_dec / r_dec  # the FLOPs' time at the engine's rate (also their energy)
     code, t_stage, t_comp, t_mem, ts, td, th, tpk, host_total, e_move, top = pass_time(
-        geo, hw, px, ly, d, kv_dev, pt.act_dev, kv_read, flops_dec / r_dec, attn1 / r_dec, 1.0,
-        st.g_m)
+        geo, hw, px, ly, d, kv_dev, pt.act_dev, kv_read, t_flops, attn1 / r_dec, 1.0, st.g_m)
     if code != 0:
         return code, NAN, NAN, NAN, NAN, NAN, mem_dev, host_total, NAN, NAN, NAN, NAN, NAN
     t_dec = st.rounds * t_stage + d.t_hops + hw[H_OVI]
     tpot = t_dec
-    e_step = compute_energy(hw, flops_dec / r_dec) + e_move  # one micro-batch's decode pass on the device [J]
+    e_step = compute_energy(hw, t_flops) + e_move  # a micro-batch's decode pass on the device [J]
     energy_tok = e_step * st.mb  # device energy per generated token [J]
     flops_tok = flops_dec  # FLOPs and peak-bandwidth time per generated token (mfu, mbu)
     tpk_tok = tpk
     if hw[H_SPK] > 0.0:  # speculative decoding: a round verifies k_s + 1 tokens
         s = st.dec_spec
         flops_q = s.flops_w + attn1 * st.q_spec
+        t_flops_q = flops_q / r_dec
         _, t_stage_q, _, _, _, _, _, tpk_q, _, e_move_q, _ = pass_time(
-            geo, hw, px, ly, s, kv_dev, pt.act_dev, kv_read, flops_q / r_dec,
+            geo, hw, px, ly, s, kv_dev, pt.act_dev, kv_read, t_flops_q,
             attn1 * st.q_spec / r_dec, 1.0, st.g_m)
         t_dec_q = st.rounds * t_stage_q + s.t_hops + hw[H_OVI]
         tau = spec_tau(hw)
         drafts = hw[H_SPK] * hw[H_SPC]  # k_s draft steps at c_d of a target step each
         tpot = (t_dec_q + drafts * t_dec) / tau
-        energy_tok = (compute_energy(hw, flops_q / r_dec) + e_move_q + drafts * e_step) * st.mb / tau
+        energy_tok = (compute_energy(hw, t_flops_q) + e_move_q + drafts * e_step) * st.mb / tau
         flops_tok = (flops_q + drafts * flops_dec) / tau
         tpk_tok = (tpk_q + drafts * tpk) / tau
 
@@ -167,15 +168,16 @@ def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
     p = pt.pre
     flops_pre = p.flops_w + pt.attn_pre
     r_pre = peak * px[X_EPRE]
+    t_flops_pre = flops_pre / r_pre
     _, t_stage_pre, _, _, _, _, _, _, _, e_move_pre, _ = pass_time(
-        geo, hw, px, ly, p, kv_dev, pt.act_dev, pt.kv_write, flops_pre / r_pre,
+        geo, hw, px, ly, p, kv_dev, pt.act_dev, pt.kv_write, t_flops_pre,
         pt.attn_pre / r_pre, pt.n_chunks, 0.0)
     ttft = ((st.mb + pp - 1.0) * t_stage_pre + p.t_hops + pt.n_chunks * hw[H_OVI]
             + hw[H_OVR])
     e2e = ttft + (output_len - 1.0) * tpot
 
     # ---- power of each phase: section 9
-    p_pre = activity_power(hw, (compute_energy(hw, flops_pre / r_pre) + e_move_pre) * st.mb, ttft)
+    p_pre = activity_power(hw, (compute_energy(hw, t_flops_pre) + e_move_pre) * st.mb, ttft)
     p_dec = activity_power(hw, energy_tok, tpot)
 
     # ---- diagnostics of the decode step: section 10

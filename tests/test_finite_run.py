@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from grids.errors import SpecError
 from kernels.params import MODE_CONTINUOUS
-from sweep.execute.finite import finite_run, fluid_run, length_pmf, run_time
+from sweep.execute.finite import finite_run, fluid_run, length_pmf, run_costs
 from tests.reference_finite import fluid_run_reference
 from tests.serving_sim import simulate_offline
 from tests.test_serving import COMBOS, ENGINES, M, _evaluate, _rows
@@ -116,7 +116,7 @@ def test_repeats_are_counted_not_iterated(cv, n_req, conc):
     # and the same run time from any iteration times (here: affine in occupancy, prompts cost)
     levels = np.array([1.0, conc])
     t_dec, t_cont, a_cont = 1e-2 + 1e-4 * levels, 1.2e-2 + 1e-4 * levels, levels / 150.0
-    times = [w * run_time(o, a, levels, t_dec, t_cont, a_cont, 2e-3)
+    times = [w * run_costs(o, a, levels, t_dec, t_cont, a_cont, 2e-3)[0]
              for o, a, w in ((fast[0], fast[1], fast[2]), (slow[0], slow[1], 1.0))]
     assert times[0].sum() == pytest.approx(times[1].sum(), rel=1e-9)
     # the tail after the queue empties is iterated the same way in both

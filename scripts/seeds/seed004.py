@@ -149,12 +149,9 @@ def _mean_run_power(r: Measured, ok: pd.DataFrame) -> float:
     """A ``mean`` row with a data set: the mean over its experiments of the board power averaged
     over a finite run of ``r.requests`` requests (``sweep.finite_run``'s ``run_power``), at most
     the experiment's batch in flight."""
-    runs = pd.DataFrame({"hardware": ok["hardware"], "engine": ok["engine"],
-                         "model": ok["model"], "precision": ok["precision"],
-                         "parallelism": ok["parallelism"], "batch": ok["batch"],
-                         "context": ok["context"], "output_len": ok["output_len"],
-                         "requests": r.requests, "output_cv": LMSYS_OUTPUT_CV,
-                         "output_max": LMSYS_OUTPUT_MAX})
+    runs = ok[["hardware", "engine", "model", "precision", "parallelism", "batch", "context",
+               "output_len"]].assign(requests=r.requests, output_cv=LMSYS_OUTPUT_CV,
+                                     output_max=LMSYS_OUTPUT_MAX)
     return float(sweep.finite_run(runs)["run_power"].mean())
 
 

@@ -177,12 +177,6 @@ def run_costs(occ: np.ndarray, adm: np.ndarray, levels: np.ndarray, t_dec: np.nd
     return time, energy
 
 
-def run_time(occ: np.ndarray, adm: np.ndarray, levels: np.ndarray, t_dec: np.ndarray,
-             t_cont: np.ndarray, a_cont: np.ndarray, prompt: float) -> np.ndarray:
-    """Time [s] of each decode iteration of a fluid run: :func:`run_costs` without powers."""
-    return run_costs(occ, adm, levels, t_dec, t_cont, a_cont, prompt)[0]
-
-
 def _column(table: pd.DataFrame, col: str, default: float) -> np.ndarray:
     if col not in table.columns:
         return np.full(len(table), default)
