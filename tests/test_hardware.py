@@ -478,7 +478,7 @@ def test_new_fields_load_into_the_device():
 
 
 def test_absent_package_means_one_device_per_package(catalog):
-    d = catalog["h100-sxm"].to_dict()
+    d = catalog["a100-sxm-80g"].to_dict()
     assert (d["package_size"], d["package_bandwidth_bytes_per_s"], d["package_latency_s"]) == (
         1, None, None)
     assert d["efficiency"]["flops_efficiency_by_dtype"] == {}
