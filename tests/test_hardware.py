@@ -166,6 +166,40 @@ def test_no_sparse_figures(catalog):
                 assert pf[d] <= ratio * p16 * 1.02, f"{dev.id} {d} looks sparse"
 
 
+def _achievable(dev, dtype: str) -> float:
+    return dev.peak_flops[dtype] * dev.efficiency.flops_efficiency_for(dtype)
+
+
+def test_a_narrower_float_never_computes_slower_than_a_wider_one(catalog):
+    """Achievable rate (peak x the dtype's fraction): fp4 >= fp8 >= the faster 16-bit float on
+    every device that has them. A kernel library reaching less of a doubled peak is evidence
+    (docs/catalog.md 2.5); an 8-bit scheme computing slower than 16-bit on hardware with 8-bit
+    units would be a catalog error (issue 20's dtype property)."""
+    for dev in catalog.values():
+        r16 = max(_achievable(dev, d) for d in ("bf16", "fp16") if d in dev.peak_flops)
+        if "fp8" in dev.peak_flops:
+            assert _achievable(dev, "fp8") >= r16, dev.id
+        if "fp4" in dev.peak_flops:
+            assert _achievable(dev, "fp4") >= _achievable(dev, "fp8"), dev.id
+
+
+def test_a_faster_narrow_datapath_carries_its_own_fraction(catalog):
+    """Where a device's FP8 or FP4 peak exceeds its 16-bit peak (its own, faster datapath), the
+    file states that dtype's achievable fraction: measured at serving shapes with its source, or
+    an estimate whose rule names what it stands on. Without this, the parts whose vendors'
+    GEMMs were measured would carry their measured (lower) fractions while the others silently
+    kept the 16-bit class rule, and coverage would decide a comparison (issue 20). Where the
+    8-bit peak equals the 16-bit one (TPU v5p/v6e, Trainium1, Inferentia2) the 8-bit matmuls run
+    on the 16-bit datapath and take its fraction. Integer schemes are not covered yet."""
+    for dev in catalog.values():
+        p16 = max(dev.peak_flops.get("bf16", 0.0), dev.peak_flops.get("fp16", 0.0))
+        for d in ("fp8", "fp4"):
+            if dev.peak_flops.get(d, 0.0) > 1.02 * p16:
+                assert d in dev.efficiency.flops_efficiency_by_dtype, (dev.id, d)
+                src = dev.sources[f"efficiency.flops_efficiency_by_dtype.{d}"]
+                assert src.source and (not src.estimate or src.rule), (dev.id, d)
+
+
 def test_pinned_si_values(catalog):
     h100 = catalog["h100-sxm"]
     assert h100.peak_flops["bf16"] == pytest.approx(989.4e12, rel=1e-12)
