@@ -166,21 +166,17 @@ def test_no_sparse_figures(catalog):
                 assert pf[d] <= ratio * p16 * 1.02, f"{dev.id} {d} looks sparse"
 
 
-def _achievable(dev, dtype: str) -> float:
-    return dev.peak_flops[dtype] * dev.efficiency.flops_efficiency_for(dtype)
-
-
 def test_a_narrower_float_never_computes_slower_than_a_wider_one(catalog):
     """Achievable rate (peak x the dtype's fraction): fp4 >= fp8 >= the faster 16-bit float on
     every device that has them. A kernel library reaching less of a doubled peak is evidence
     (docs/catalog.md 2.5); an 8-bit scheme computing slower than 16-bit on hardware with 8-bit
     units would be a catalog error (issue 20's dtype property)."""
     for dev in catalog.values():
-        r16 = max(_achievable(dev, d) for d in ("bf16", "fp16") if d in dev.peak_flops)
+        r16 = max(dev.achievable_flops(d) for d in ("bf16", "fp16") if d in dev.peak_flops)
         if "fp8" in dev.peak_flops:
-            assert _achievable(dev, "fp8") >= r16, dev.id
+            assert dev.achievable_flops("fp8") >= r16, dev.id
         if "fp4" in dev.peak_flops:
-            assert _achievable(dev, "fp4") >= _achievable(dev, "fp8"), dev.id
+            assert dev.achievable_flops("fp4") >= dev.achievable_flops("fp8"), dev.id
 
 
 def test_a_faster_narrow_datapath_carries_its_own_fraction(catalog):

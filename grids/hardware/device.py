@@ -158,6 +158,11 @@ class Device:
         """Maximum power [W] of the device plus its attributed host share (``tdp + host_power``)."""
         return self.tdp + self.host_power
 
+    def achievable_flops(self, dtype: str) -> float:
+        """Achievable dense rate [FLOP/s] in compute dtype ``dtype``: its peak x its fraction
+        (:meth:`Efficiency.flops_efficiency_for`; docs/catalog.md 2.5)."""
+        return self.peak_flops[dtype] * self.efficiency.flops_efficiency_for(dtype)
+
     def tier_of_kind(self, kind: str) -> MemoryTier | None:
         return next((t for t in self.tiers if t.kind == kind), None)
 

@@ -37,9 +37,8 @@ def dtype_floors(unit: Any, overlay: dict[str, Any]
                 continue
             for phase in ("prefill", "decode"):
                 f_n, f_w = params.compute(narrow, phase), params.compute(wide, phase)
-                rate_n = (dev.peak_flops[narrow] * dev.efficiency.flops_efficiency_for(narrow)
-                          * f_n)
-                rate_w = dev.peak_flops[wide] * dev.efficiency.flops_efficiency_for(wide) * f_w
+                rate_n = dev.achievable_flops(narrow) * f_n
+                rate_w = dev.achievable_flops(wide) * f_w
                 if rate_n >= rate_w * (1 - 1e-9):
                     continue
                 name = f"{phase}_compute.{narrow}"
