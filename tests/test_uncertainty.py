@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import tomllib
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,8 @@ from hypothesis import strategies as st
 
 import sweep
 from grids.bands import BANDS_FILE, Band, Bands, load_bands, parse_bands, shipped_bands
+from grids.engines import CALIBRATION_FILE
+from grids.engines.parameters import engines_dir
 from grids.errors import SpecError
 from sweep.analysis.uncertainty import pair_band, ratio_band
 from sweep.validate import bands as B
@@ -99,6 +102,9 @@ def test_the_shipped_bands_match_the_shipped_measurements():
     assert b.provenance["data_sha256"] == V.file_sha256(V.MEASUREMENTS_CSV)
     assert b.no_data >= 1 and b.same_group_ratio >= 1 and 0 < b.quantile < 1
     assert b.groups and all(g.factor >= 1 and g.rows > 0 for g in b.groups.values())
+    # measured with the calibration method that fitted the shipped overlay
+    overlay = tomllib.loads((engines_dir() / CALIBRATION_FILE).read_text())["provenance"]
+    assert ("--floor-dtypes" in b.provenance["command"]) == overlay["dtype_floors_applied"]
 
 
 @pytest.fixture(scope="module")
@@ -182,9 +188,17 @@ def test_bands_from_residuals(monkeypatch):
                   ("ideal", "NVIDIA", 5, 0.0)])
     lovo = frame([("vllm", "AMD", 60, 0.5), ("trtllm", "NVIDIA", 900, 0.2),
                   ("gaudi", "Intel", 4, 3.0)])
-    monkeypatch.setattr(B, "held_out_by_publisher", lambda df, progress=None: held)
-    monkeypatch.setattr(B, "held_out_by_vendor", lambda df, progress=None: lovo)
+    floors = []
+    monkeypatch.setattr(B, "held_out_by_publisher",
+                        lambda df, progress=None, floor_dtypes=False: floors.append(floor_dtypes)
+                        or held)
+    monkeypatch.setattr(B, "held_out_by_vendor",
+                        lambda df, progress=None, floor_dtypes=False: floors.append(floor_dtypes)
+                        or lovo)
     t = B.compute_bands(pd.DataFrame(), quantile=0.68, min_rows=10)
+    assert floors == [False, False]
+    B.compute_bands(pd.DataFrame(), quantile=0.68, min_rows=10, floor_dtypes=True)
+    assert floors[2:] == [True, True]  # both held-out calibrations fit as the overlay was
     g = t["groups"]
     assert set(g) == {"vllm", "trtllm"}  # the physics bound has no band
     amd = held[held.group_engine.eq("vllm")]["log_error"].abs().to_numpy()

@@ -218,14 +218,16 @@ def _cmd_bands(args: argparse.Namespace) -> int:
     say = (lambda m: None) if args.json else (lambda m: print(f"  {m}", flush=True))
     if not args.json:
         print("sweep bands: leave-one-publisher-out and leave-one-vendor-out residuals")
-    tables = B.compute_bands(df, quantile=args.quantile, min_rows=args.min_rows, progress=say)
+    tables = B.compute_bands(df, quantile=args.quantile, min_rows=args.min_rows, progress=say,
+                             floor_dtypes=args.floor_dtypes)
     command = "sweep bands" + "".join(
         f" {k} {v}" for k, v in (("--data", _rel(args.data) if args.data else None),
                                  ("--quantile", args.quantile
                                   if args.quantile != B.DEFAULT_QUANTILE else None),
                                  ("--min-rows", args.min_rows
                                   if args.min_rows != B.DEFAULT_MIN_ROWS else None),
-                                 ("-o", _rel(output))) if v is not None)
+                                 ("-o", _rel(output))) if v is not None) + (
+        " --floor-dtypes" if args.floor_dtypes else "")
     data = args.data or str(V.MEASUREMENTS_CSV)
     B.write_bands(B.bands_toml(tables, data_path=data, command=command), output,
                   overwrite=args.overwrite)
@@ -403,5 +405,9 @@ def register(subparsers) -> None:
                    help="share of held-out measurements a band holds (default 0.68)")
     b.add_argument("--min-rows", type=int, default=10, metavar="N",
                    help="held-out rows a group needs for a band of its own (default 10)")
+    b.add_argument("--floor-dtypes", action="store_true",
+                   help="fit each held-out calibration with narrower-dtype floors, as "
+                        "sweep calibrate --floor-dtypes (use it when the shipped overlay was "
+                        "fitted that way)")
     _add_overwrite_json(b, "a bands file written by sweep bands", "print the bands as JSON")
     b.set_defaults(func=_cmd_bands)

@@ -92,15 +92,16 @@ def _used(res: pd.DataFrame) -> pd.DataFrame:
     return out.join(row_groups(out))
 
 
-def held_out_by_publisher(df: pd.DataFrame, progress: Callable[[str], None] | None = None
-                          ) -> pd.DataFrame:
-    """Every usable row predicted by engines calibrated without its publisher, with its group."""
-    recs = C.leave_one_publisher_out(df, progress=progress)
+def held_out_by_publisher(df: pd.DataFrame, progress: Callable[[str], None] | None = None,
+                          floor_dtypes: bool = False) -> pd.DataFrame:
+    """Every usable row predicted by engines calibrated without its publisher, with its group
+    (``floor_dtypes``: each calibration as ``sweep calibrate --floor-dtypes`` fits it)."""
+    recs = C.leave_one_publisher_out(df, progress=progress, floor_dtypes=floor_dtypes)
     return _used(pd.concat([r["results"] for r in recs.values()], ignore_index=True))
 
 
-def held_out_by_vendor(df: pd.DataFrame, progress: Callable[[str], None] | None = None
-                       ) -> pd.DataFrame:
+def held_out_by_vendor(df: pd.DataFrame, progress: Callable[[str], None] | None = None,
+                       floor_dtypes: bool = False) -> pd.DataFrame:
     """Every usable row of each vendor predicted by engines calibrated without any of that
     vendor's rows (a vendor's rows: those whose devices are all of the vendor). An engine fitted
     on the whole data that loses all its rows with the vendor (TensorRT-LLM without NVIDIA,
@@ -115,7 +116,7 @@ def held_out_by_vendor(df: pd.DataFrame, progress: Callable[[str], None] | None 
         test = df.index.isin(probe.index[probe["group_vendor"].eq(vendor)])
         say(f"leave out vendor {vendor} ({int(test.sum())} rows): calibrating on the others")
         try:
-            overlay = C.calibrate(df.loc[~test]).overlay
+            overlay = C.calibrate(df.loc[~test], floor_dtypes=floor_dtypes).overlay
         except SpecError:  # nothing left to fit: the engine files' values
             overlay = {}
         pooled = overlay.get(POOLED, {})
@@ -139,16 +140,19 @@ def pair_differences(held: pd.DataFrame) -> np.ndarray:
 
 def compute_bands(df: pd.DataFrame, *, quantile: float = DEFAULT_QUANTILE,
                   min_rows: int = DEFAULT_MIN_ROWS,
-                  progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+                  progress: Callable[[str], None] | None = None,
+                  floor_dtypes: bool = False) -> dict[str, Any]:
     """The tables of a bands file (without ``[provenance]``): ``settings`` (quantile, min_rows,
     no_data, same_group_ratio and their row counts) and ``groups`` ({engine: {vendor: {factor,
-    rows, bias, publishers}}})."""
+    rows, bias, publishers}}}). ``floor_dtypes``: every held-out calibration raises narrower-dtype
+    compute factors to their floors, as the shipped overlay's fit does when it was made with
+    ``sweep calibrate --floor-dtypes``."""
     if not 0 < quantile < 1:
         raise SpecError(f"--quantile must be between 0 and 1, got {quantile}")
     if min_rows < 1:
         raise SpecError(f"--min-rows must be >= 1, got {min_rows}")
     say = progress or (lambda m: None)
-    held = held_out_by_publisher(df, progress)
+    held = held_out_by_publisher(df, progress, floor_dtypes)
     if held.empty:
         raise SpecError("sweep bands: no usable row could be predicted; nothing to measure")
     groups: dict[str, dict[str, Any]] = {}
@@ -161,7 +165,7 @@ def compute_bands(df: pd.DataFrame, *, quantile: float = DEFAULT_QUANTILE,
             "factor": factor(np.abs(e), quantile), "rows": int(e.size),
             "bias": float(np.median(e)), "publishers": int(g["publisher"].nunique())}
     say("leave-one-vendor-out: the band of a vendor without data")
-    lovo = held_out_by_vendor(df, progress)
+    lovo = held_out_by_vendor(df, progress, floor_dtypes)
     counts = lovo["group_vendor"].value_counts()
     kept = lovo[lovo["group_vendor"].map(counts).ge(min_rows)]
     w = 1.0 / kept["group_vendor"].map(counts).to_numpy(dtype=np.float64)
