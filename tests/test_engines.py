@@ -318,7 +318,7 @@ def test_fp16_and_bf16_resolve_alike(catalog, devices):
                 for table in (p.prefill_compute, p.decode_compute):
                     assert table["fp16"] == table["bf16"], (engine, dev.id, overlay is None)
     p = E.resolve("vllm", devices["mi300x"])
-    assert p.prefill_compute["fp16"] == 0.75
+    assert p.prefill_compute["fp16"] == 0.8  # vllm.toml [vendor.AMD.prefill_compute] bf16
     assert p.origin["prefill_compute.fp16"].startswith("as prefill_compute.bf16 at the same level")
 
 
