@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import tomllib
 
 import numpy as np
 import pandas as pd
@@ -15,9 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import sweep
+from grids import tomlio
 from grids.bands import BANDS_FILE, Band, Bands, load_bands, parse_bands, shipped_bands
-from grids.engines import CALIBRATION_FILE
-from grids.engines.parameters import engines_dir
+from grids.engines import calibration_path
 from grids.errors import SpecError
 from sweep.analysis.uncertainty import pair_band, ratio_band
 from sweep.validate import bands as B
@@ -103,7 +102,7 @@ def test_the_shipped_bands_match_the_shipped_measurements():
     assert b.no_data >= 1 and b.same_group_ratio >= 1 and 0 < b.quantile < 1
     assert b.groups and all(g.factor >= 1 and g.rows > 0 for g in b.groups.values())
     # measured with the calibration method that fitted the shipped overlay
-    overlay = tomllib.loads((engines_dir() / CALIBRATION_FILE).read_text())["provenance"]
+    overlay = tomlio.load(calibration_path())["provenance"]
     assert ("--floor-dtypes" in b.provenance["command"]) == overlay["dtype_floors_applied"]
 
 
