@@ -57,6 +57,7 @@ def weights_floor(device, model, precision) -> int:
         return 1
     dense = model.params_total - model.params_embed - model.params_lm_head * (not model.lm_head_tied)
     weight_bytes = (dense * precision.weight_bits
+                    + model.params_attn * (precision.attn_weight_bits - precision.weight_bits)
                     + (model.params_embed + model.params_lm_head * (not model.lm_head_tied))
                     * precision.embed_bits) / 8.0
     return max(1, math.ceil(weight_bytes / cap))

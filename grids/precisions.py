@@ -1,7 +1,8 @@
 """Named precision schemes: bits of weights, activations and KV cache, and the compute dtype.
 
-A scheme name is a base name optionally followed by a KV-cache suffix ``-kv<bits>`` (``fp8-kv8``,
-``w4a16-kv8``). The base names:
+A scheme name is a base name, optionally followed by ``-attn16`` (the attention projections kept at
+16 bits, below) and by a KV-cache suffix ``-kv<bits>`` (``fp8-kv8``, ``w4a16-kv8``,
+``fp8-attn16``). The base names:
 
 =========  ======  ==========  =======  ====================  ====================================
 name       weight  activation  KV       compute dtype(s)      meaning
@@ -26,6 +27,13 @@ that rate; no other substitution is made (an 8-bit scheme never falls back to 16
 
 Embeddings and the LM head stay at 16 bits when the weight bits are below 16 (quantisers leave
 them unquantised); this is applied by the kernels via ``embed_bits``.
+
+**Attention kept at 16 bits** (``-attn16``): the attention projections (q, k, v, o) keep 16-bit
+weights and run their GEMMs in 16 bits, while the MLP (dense or experts) uses the base scheme. This
+is how Meta quantised its own FP8 checkpoint of Llama 3.1 405B (``fp8-attn16``; the source is in
+docs/catalog.md, "Precisions"). The kernels read ``attn_bits`` for the bytes of those weights, and
+time their FLOPs at the device's achievable 16-bit rate (docs/model.md section 6). Only a base whose
+weights are narrower than 16 bits takes the suffix.
 """
 
 from __future__ import annotations
@@ -47,6 +55,12 @@ class Precision:
     kv_bits: int
     compute_dtypes: tuple[str, ...]  # in order of preference
     description: str
+    attn_bits: int = 0  # bits of the attention projections' weights; 0 = weight_bits
+
+    @property
+    def attn_weight_bits(self) -> int:
+        """Bits of the attention projections' weights (``weight_bits`` unless ``-attn16``)."""
+        return self.attn_bits or self.weight_bits
 
     @property
     def embed_bits(self) -> int:
@@ -65,8 +79,8 @@ class Precision:
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "weight_bits": self.weight_bits, "act_bits": self.act_bits,
-                "kv_bits": self.kv_bits, "compute_dtypes": list(self.compute_dtypes),
-                "description": self.description}
+                "kv_bits": self.kv_bits, "attn_bits": self.attn_weight_bits,
+                "compute_dtypes": list(self.compute_dtypes), "description": self.description}
 
 
 _BASE = {
@@ -81,27 +95,38 @@ _BASE = {
     "fp4": (4, 4, 16, ("fp4",), "W4A4 FP4; KV cache 16-bit"),
     "int4": (4, 4, 16, ("int4",), "W4A4 INT4; KV cache 16-bit"),
 }
-_KV = re.compile(r"^(?P<base>[a-z0-9]+?)(?:-kv(?P<kv>\d+))?$")
+_KV = re.compile(r"^(?P<base>[a-z0-9]+?)(?P<attn>-attn16)?(?:-kv(?P<kv>\d+))?$")
 KV_BITS_ALLOWED = (4, 8, 16, 32)
 
 #: names listed by ``sweep catalog precisions``
-NAMED = (*_BASE, "fp8-kv8", "bf16-kv8", "w4a16-kv8", "fp4-kv8")
+NAMED = (*_BASE, "fp8-kv8", "bf16-kv8", "w4a16-kv8", "fp4-kv8", "fp8-attn16")
 
 
 def parse_precision(name: str) -> Precision:
-    """Parse a scheme name such as ``bf16``, ``fp8-kv8`` or ``w4a16``."""
+    """Parse a scheme name such as ``bf16``, ``fp8-kv8``, ``w4a16`` or ``fp8-attn16``."""
     text = str(name).strip().lower()
     m = _KV.match(text)
     if not m or m.group("base") not in _BASE:
         raise SpecError(f"unknown precision {name!r}{suggest(text, NAMED)}; a scheme is one of "
-                        f"{', '.join(_BASE)} optionally followed by -kv<bits> (e.g. fp8-kv8)")
+                        f"{', '.join(_BASE)} optionally followed by -attn16 and by -kv<bits> "
+                        "(e.g. fp8-kv8, fp8-attn16)")
     w, a, kv, dtypes, desc = _BASE[m.group("base")]
+    head = desc.split(";")[0]
+    attn = 0
+    if m.group("attn"):
+        if w >= 16:
+            raise SpecError(f"precision {name!r}: -attn16 keeps the attention projections at 16 "
+                            f"bits, but {m.group('base')!r} weights are already {w}-bit; use it "
+                            "with a narrower scheme (e.g. fp8-attn16)")
+        attn = 16
+        head = f"{head} in the MLP; attention projections 16-bit"
     if m.group("kv"):
         kv = int(m.group("kv"))
         if kv not in KV_BITS_ALLOWED:
             raise SpecError(f"precision {name!r}: KV bits must be one of {KV_BITS_ALLOWED}")
-        desc = f"{desc.split(';')[0]}; KV cache {kv}-bit"
-    return Precision(text, w, a, kv, dtypes, desc)
+    if m.group("attn") or m.group("kv"):
+        desc = f"{head}; KV cache {kv}-bit"
+    return Precision(text, w, a, kv, dtypes, desc, attn)
 
 
 def peak_table(peak_flops: Sequence[dict[str, float]], precisions: Sequence[Precision]

@@ -37,6 +37,7 @@ from kernels.roofline import (
     kv_bytes_dev,
     pass_fixed,
     pass_time,
+    weights_flops_time,
     window_pairs,
 )
 
@@ -81,7 +82,7 @@ def _iteration(geo, hw, md, px, pr, ly, n_dec, q, c_tok, context, k_p, c_mean, c
     r_dec = peak * px[X_EDEC]
     r_pre = peak * px[X_EPRE]
     t_attn = attn_dec / r_dec + attn_pre / r_pre
-    t_comp = p.flops_w * share_dec / r_dec + p.flops_w * (1.0 - share_dec) / r_pre + t_attn
+    t_comp = weights_flops_time(p, px, share_dec, r_dec, r_pre) + t_attn
     t_flops = t_comp  # the FLOPs' time at the engine's rates, which sets their energy
     seqs = g_d if c_tok <= 0.0 else 0.0
     code, t_stage, t_comp, t_mem, ts, td, th, tpk, host, e_move, top = pass_time(

@@ -56,7 +56,11 @@ HW_FIELDS = (
 )
 
 #: platform x precision table fields (third axis of the (platform, precision, field) table)
-PX_FIELDS = ("peak", "eff_prefill", "eff_decode", "kv_factor", "weight_factor")
+PX_FIELDS = ("peak", "eff_prefill", "eff_decode", "kv_factor", "weight_factor",
+             # a scheme that keeps the attention projections at 16 bits (``-attn16``): its rate
+             # over the platform's 16-bit rate in each phase, by which those FLOPs take longer
+             # (1 = no such projections)
+             "attn16_ratio_prefill", "attn16_ratio_decode")
 
 #: model table columns (parameter and element counts, see grids.models.ModelArch)
 MODEL_FIELDS = (
@@ -75,8 +79,9 @@ MODEL_FIELDS = (
     "act_elems", "n_heads", "max_context",
 )
 
-#: precision table columns: bytes per element
-PRECISION_FIELDS = ("weight_bytes", "act_bytes", "kv_bytes", "embed_bytes")
+#: precision table columns: bytes per element (``attn_weight_bytes``: of the attention
+#: projections' weights, ``weight_bytes`` unless the scheme keeps them at 16 bits)
+PRECISION_FIELDS = ("weight_bytes", "act_bytes", "kv_bytes", "embed_bytes", "attn_weight_bytes")
 
 #: layout table columns
 LAYOUT_FIELDS = ("tp", "pp", "ep", "dp", "offload", "spill")

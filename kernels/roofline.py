@@ -48,6 +48,7 @@ H_GQA = HW["gqa_aware"]
 
 X_PEAK, X_EPRE, X_EDEC, X_GKV, X_GW = (PX["peak"], PX["eff_prefill"], PX["eff_decode"],
                                        PX["kv_factor"], PX["weight_factor"])
+X_A16P, X_A16D = PX["attn16_ratio_prefill"], PX["attn16_ratio_decode"]
 
 M_L, M_D, M_V = MD["n_layers"], MD["d_model"], MD["vocab_size"]
 M_PLIN, M_PATT, M_PHEAD, M_PEMB, M_PEXP = (MD["params_linear"], MD["params_attention"],
@@ -62,6 +63,7 @@ M_AFD, M_AWD, M_AFP, M_AWP = (MD["attn_flops_full_decode"], MD["attn_flops_windo
 M_ACT, M_H, M_CTX = MD["act_elems"], MD["n_heads"], MD["max_context"]
 
 P_WB, P_AB, P_KVB, P_EB = PR["weight_bytes"], PR["act_bytes"], PR["kv_bytes"], PR["embed_bytes"]
+P_AWB = PR["attn_weight_bytes"]
 L_TP, L_PP, L_EP, L_DP, L_OFF, L_SPILL = (LY["tp"], LY["pp"], LY["ep"], LY["dp"], LY["offload"],
                                           LY["spill"])
 
@@ -87,13 +89,13 @@ R_CONTEXT, R_MEMORY, R_HOSTCAP, R_SATURATED = (R["context_window"], R["memory"],
 
 #: per (platform, model, precision, layout), from :func:`stage_geometry`
 Geometry = namedtuple("Geometry", (
-    "a_pad", "p_lin", "stage_layers", "sf", "moe_stage", "w_read_end",
+    "a_pad", "p_lin", "p_att16", "stage_layers", "sf", "moe_stage", "w_read_end",
     "dense_read_dev", "experts_dev", "weights_dev", "dense_read_on", "experts_on", "stored_on",
     "host_bytes", "kv_frac", "kv_reads", "act_per_token_layer", "w_replica", "dev_cap",
     "cbytes", "t_ovh", "place_w1"))
 #: the KV-independent parts of forward passes, from :func:`pass_fixed`
 Pass = namedtuple("Pass", (
-    "flops_w", "flops_exp", "experts_read", "act_traffic", "host_traffic", "place", "t_comm",
+    "flops_w", "flops_exp", "flops_a16", "experts_read", "act_traffic", "host_traffic", "place", "t_comm",
     "t_a2a", "t_hops", "r_imb", "link_bytes"))
 
 # ------------------------------------------------------------------------------------------------
@@ -376,11 +378,15 @@ def stage_geometry(hw, md, pr, ly, g_w):
     n_exp = md[M_NEXP]
     wb = pr[P_WB]
     eb = pr[P_EB]
+    d_awb = pr[P_AWB] - wb  # attention projections kept wider than the other weights: section 3
 
     # ---- head padding and pipeline stages with balanced ends: section 3
     heads = md[M_H]
     a_pad = math.ceil(heads / tp) * tp / heads
     p_lin = md[M_PLIN] + (a_pad - 1.0) * md[M_PATT]
+    # the attention projections held at 16 bits (the scheme's -attn16), 0 otherwise
+    p_att16 = a_pad * md[M_PATT] if d_awb > 0.0 else 0.0
+    w_lin = wb * p_lin + d_awb * a_pad * md[M_PATT]  # bytes of the layers' dense weights
     w_expert_one = md[M_PEXP] * wb  # one expert, one layer
     w_experts_all = md[M_NMOE] * n_exp * w_expert_one
     w_head = md[M_PHEAD] * eb
@@ -388,7 +394,7 @@ def stage_geometry(hw, md, pr, ly, g_w):
     if pp > 1.0:
         # a layer unit in the bytes one device of the stage holds (before tp, which divides every
         # part alike): the routed experts are split over ep, the ends are not  [rule P]
-        w_layer = (wb * p_lin + w_experts_all / ep) / n_layers
+        w_layer = (w_lin + w_experts_all / ep) / n_layers
         units = n_layers + (w_head + w_embed) / w_layer
         stage_layers = min(n_layers, math.ceil(units / pp))
         w_end = max(0.0, max(w_head, w_embed) - stage_layers * w_layer)
@@ -402,8 +408,8 @@ def stage_geometry(hw, md, pr, ly, g_w):
     moe_stage = md[M_NMOE] * sf
 
     # ---- sizes per device: eq. (1)
-    dense_dev = (wb * p_lin * sf + w_ends_stored) / tp
-    dense_read_dev = (wb * p_lin * sf + w_read_end) / tp  # the input embedding is only gathered
+    dense_dev = (w_lin * sf + w_ends_stored) / tp
+    dense_read_dev = (w_lin * sf + w_read_end) / tp  # the input embedding is only gathered
     experts_dev = moe_stage * (n_exp / ep) * w_expert_one / tp
     weights_dev = dense_dev + experts_dev
     if md[M_KVSH] > 0.5 and md[M_NKV] > 0.0:
@@ -418,7 +424,7 @@ def stage_geometry(hw, md, pr, ly, g_w):
         kv_reads = max(1.0, math.ceil(heads / tp) / math.ceil(md[M_NKV] / tp))
     act_per_token_layer = md[M_ACT] / n_layers
     # replica total for eq. (14): the weights (KV, activations and logits are added per point)
-    w_replica = md[M_PLIN] * wb + w_head + w_embed + w_experts_all
+    w_replica = md[M_PLIN] * wb + d_awb * md[M_PATT] + w_head + w_embed + w_experts_all
     dev_cap = (hw[H_T0C] + hw[H_T1C] + hw[H_T2C]) * hw[H_CAPF]
 
     # ---- bytes per element of the collectives (timed by kernels.collectives): section 5
@@ -432,9 +438,9 @@ def stage_geometry(hw, md, pr, ly, g_w):
     # the weights' placement for one pass of a model without routed experts (:func:`pass_fixed`
     # reads it instead of placing the same bytes again at every iteration)
     place_w1 = place_begin(hw, dense_read_on, experts_on, dense_read_on, 0.0, stored_on, g_w)
-    return Geometry(a_pad, p_lin, stage_layers, sf, moe_stage, w_read_end, dense_read_dev,
-                    experts_dev, weights_dev, dense_read_on, experts_on, stored_on, host_bytes,
-                    kv_frac, kv_reads, act_per_token_layer, w_replica, dev_cap, cbytes, t_ovh,
+    return Geometry(a_pad, p_lin, p_att16, stage_layers, sf, moe_stage, w_read_end,
+                    dense_read_dev, experts_dev, weights_dev, dense_read_on, experts_on, stored_on,
+                    host_bytes, kv_frac, kv_reads, act_per_token_layer, w_replica, dev_cap, cbytes, t_ovh,
                     place_w1)
 
 
@@ -475,6 +481,7 @@ def pass_fixed(geo, hw, md, px, pr, ly, g_tok, b_tok, g_heads, n_pass):
     u = rank_experts_fraction(b_tok, topk, md[M_NEXP], ep, imb)
     flops_dense = 2.0 * (g_tok * geo.p_lin * geo.sf + g_heads * geo.w_read_end / pr[P_EB]) / tp
     flops_exp = 2.0 * (assign / ep) * imb * md[M_PEXP] * geo.moe_stage / tp
+    flops_a16 = 2.0 * g_tok * geo.p_att16 * geo.sf / tp  # part of flops_dense, at 16 bits
     experts_read = geo.experts_on * u * n_pass
     act_traffic = 2.0 * g_tok * md[M_ACT] * geo.sf * pr[P_AB] / tp
     host_traffic = (geo.dense_read_dev + geo.experts_dev * u) * off * n_pass
@@ -497,8 +504,19 @@ def pass_fixed(geo, hw, md, px, pr, ly, g_tok, b_tok, g_heads, n_pass):
     t_hops = hops_time(hw, pp, tp * ep, msg)
     if pp > 1.0:
         link_bytes += msg
-    return Pass(flops_dense + flops_exp, flops_exp, experts_read, act_traffic, host_traffic, place,
-                t_comm, t_a2a, t_hops, r_imb, link_bytes)
+    return Pass(flops_dense + flops_exp, flops_exp, flops_a16, experts_read, act_traffic,
+                host_traffic, place, t_comm, t_a2a, t_hops, r_imb, link_bytes)
+
+
+@scalar_jit
+def weights_flops_time(p, px, share_dec, r_dec, r_pre):
+    """Time [s] of the weights' FLOPs of passes ``p`` (:func:`pass_fixed`) at the scheme's rates
+    ``r_dec``/``r_pre`` [FLOP/s], ``share_dec`` of the tokens decoding: the attention projections
+    a scheme keeps at 16 bits (``p.flops_a16``) run at the 16-bit rate, ``attn16_ratio`` times
+    slower  [model.md section 6]."""
+    f_dec = p.flops_w + p.flops_a16 * (px[X_A16D] - 1.0)
+    f_pre = p.flops_w + p.flops_a16 * (px[X_A16P] - 1.0)
+    return f_dec * share_dec / r_dec + f_pre * (1.0 - share_dec) / r_pre
 
 
 @scalar_jit

@@ -178,6 +178,10 @@ def sizes(hw: dict, md: dict, pr: dict, ly: dict, batch: float, context: float,
     # head padding
     a_pad = head_padding(hw, md, ly)
     p_lin = md["params_linear"] + (a_pad - 1) * md["params_attention"]
+    # (1) the attention projections a -attn16 scheme keeps at 16 bits: their bytes and FLOPs
+    d_awb = pr["attn_weight_bytes"] - wb
+    p_att16 = a_pad * md["params_attention"] if d_awb > 0 else 0.0
+    w_lin = wb * p_lin + d_awb * a_pad * md["params_attention"]
 
     # pipeline stages (rule P)
     if pp == 1:
@@ -185,7 +189,7 @@ def sizes(hw: dict, md: dict, pr: dict, ly: dict, batch: float, context: float,
         w_ends = eb * (p_head + p_emb)
         w_read = eb * p_head
     else:
-        w_layer = (wb * p_lin + wb * l_moe * (n_exp / ep) * p_exp) / n_layers  # per device
+        w_layer = (w_lin + wb * l_moe * (n_exp / ep) * p_exp) / n_layers  # per device
         h = eb * p_head / w_layer
         e = eb * p_emb / w_layer
         x = (n_layers + h + e) / pp
@@ -197,8 +201,8 @@ def sizes(hw: dict, md: dict, pr: dict, ly: dict, batch: float, context: float,
     lm_s = l_moe * sf
 
     # (1) weights per device
-    w_dense = (wb * p_lin * sf + w_ends) / tp
-    r_dense = (wb * p_lin * sf + w_read) / tp
+    w_dense = (w_lin * sf + w_ends) / tp
+    r_dense = (w_lin * sf + w_read) / tp
     w_exp = lm_s * (n_exp / ep) * wb * p_exp / tp
 
     # (2) whole sequences
@@ -217,7 +221,7 @@ def sizes(hw: dict, md: dict, pr: dict, ly: dict, batch: float, context: float,
     t_c = g if sram_only(hw) else min(g * context, hw["prefill_chunk"])
     a_dev = (t_c * (md["act_elems"] / n_layers) * ab + g * md["vocab_size"] * 4) / tp
 
-    return {"a_pad": a_pad, "p_lin": p_lin, "l_s": l_s, "sf": sf, "lm_s": lm_s,
+    return {"a_pad": a_pad, "p_lin": p_lin, "p_att16": p_att16, "l_s": l_s, "sf": sf, "lm_s": lm_s,
             "w_read": w_read, "w_dense": w_dense, "r_dense": r_dense, "w_exp": w_exp,
             "m": m, "b_m": b_m, "g_m": g_m, "g": g, "x_cap": x_cap, "f_kv": f_kv,
             "kv": kv_dev, "act": a_dev,
@@ -229,7 +233,7 @@ def min_devices(hw: dict, md: dict, pr: dict, batch: float, context: float,
     """Section 3 (14): the whole replica over the usable device memory (host tier excluded), and
     whether the quotient is within 1e-9 of an integer (where the ceiling is a coin toss)."""
     wb, ab, kvb, eb = pr["weight_bytes"], pr["act_bytes"], pr["kv_bytes"], pr["embed_bytes"]
-    replica = (wb * md["params_linear"]
+    replica = (wb * md["params_linear"] + (pr["attn_weight_bytes"] - wb) * md["params_attention"]
                + eb * (md["params_head"] + md["params_embed_only"])
                + wb * md["n_moe_layers"] * md["n_experts"] * md["params_expert"]
                + batch * kv_elems(md, x_cap) * kvb
@@ -586,12 +590,14 @@ def busy(hw: dict, sz: dict, t_comp: float, t_attn: float, mem: dict,
 def _phase_times(hw: dict, md: dict, pr: dict, px: dict, ly: dict, sz: dict, placement: dict, *,
                  flops: float, attn_flops: float, expert_flops: float, eta: float,
                  traffic: dict, host: float, expert_bytes: float, g_pass: float, b_pass: float,
-                 phi: float, t_ovh: float, passes: float = 1.0, decode_seqs: float = 0.0) -> dict:
+                 phi: float, t_ovh: float, passes: float = 1.0, decode_seqs: float = 0.0,
+                 a16_flops: float = 0.0, a16_ratio: float = 1.0) -> dict:
     """One stage pass of the busiest stage on one micro-batch: compute, memory (section 4),
     collectives (10), the busy time and overlap rule of section 5 and the hops (11).
-    ``attn_flops`` of the ``flops`` are attention's; ``decode_seqs`` > 0: a decode pass of that
-    many sequences (the layer pipeline of section 7 applies)."""
-    t_comp = t_flops = flops / (px["peak"] * eta)
+    ``attn_flops`` of the ``flops`` are attention's, ``a16_flops`` the attention projections'
+    that run at the 16-bit rate, ``a16_ratio`` times slower (section 6); ``decode_seqs`` > 0: a
+    decode pass of that many sequences (the layer pipeline of section 7 applies)."""
+    t_comp = t_flops = (flops + a16_flops * (a16_ratio - 1)) / (px["peak"] * eta)
     mem = memory_time(hw, px, placement, traffic, host)
     t_comp, mem, t_busy = busy(hw, sz, t_comp, attn_flops / (px["peak"] * eta), mem,
                                decode_seqs)
@@ -638,7 +644,9 @@ def decode_step(hw, md, pr, px, ly, sz, placement, context, output_len, tokens: 
                       expert_flops=expert, eta=px["eff_decode"], traffic=traffic,
                       host=host, expert_bytes=traffic["exp"], g_pass=tokens * g_m,
                       b_pass=tokens * b_m, phi=phi, decode_seqs=g_m,
-                      t_ovh=sz["l_s"] * hw["layer_overhead"])
+                      t_ovh=sz["l_s"] * hw["layer_overhead"],
+                      a16_flops=tokens * 2 * g_m * sz["p_att16"] * sf / tp,
+                      a16_ratio=px["attn16_ratio_decode"])
     # one step: every micro-batch through the busiest stage, one token through every hop, one
     # host iteration
     ph["time"] = max(m, ly["pp"]) * ph["t_s"] + ph["t_hop"] + hw["iteration_overhead"]
@@ -711,7 +719,9 @@ def prefill(hw, md, pr, px, ly, sz, placement, context) -> dict:
                       attn_flops=attention, expert_flops=expert, eta=px["eff_prefill"],
                       traffic=traffic, host=host, expert_bytes=traffic["exp"], g_pass=g_m * s,
                       b_pass=b_m * s, phi=phi,
-                      t_ovh=n_ch * sz["l_s"] * hw["layer_overhead"], passes=n_ch)
+                      t_ovh=n_ch * sz["l_s"] * hw["layer_overhead"], passes=n_ch,
+                      a16_flops=2 * g_m * s * sz["p_att16"] * sf / tp,
+                      a16_ratio=px["attn16_ratio_prefill"])
     ph["time"] = ((m + ly["pp"] - 1) * ph["t_s"] + ph["t_hop"] + n_ch * hw["iteration_overhead"]
                   + hw["request_overhead"])
     ph.update(n_ch=n_ch, phi=phi, u=u)

@@ -107,7 +107,11 @@ def iteration(hw: dict, md: dict, pr: dict, px: dict, ly: dict, sz: dict, placem
     w_dec = g_d * q / tokens_busy if tokens_busy > 0 else 1.0
     r_dec, r_pre = px["peak"] * px["eff_decode"], px["peak"] * px["eff_prefill"]
     t_attn = attn_dec / r_dec + attn_pre / r_pre
-    t_comp = w_dec * (dense + expert) / r_dec + (1 - w_dec) * (dense + expert) / r_pre + t_attn
+    # the attention projections a -attn16 scheme keeps at 16 bits run at that rate (section 6)
+    a16 = 2 * tokens_busy * sz["p_att16"] * sf / tp
+    t_comp = (w_dec * (dense + expert + a16 * (px["attn16_ratio_decode"] - 1)) / r_dec
+              + (1 - w_dec) * (dense + expert + a16 * (px["attn16_ratio_prefill"] - 1)) / r_pre
+              + t_attn)
     t_flops = t_comp  # the FLOPs' time at the engine's rates: it sets their energy (section 9)
     kvf = pr["kv_bytes"] * sz["f_kv"] * sf
     kv_dec = md["kv_elems_full"] * c_mean + md["kv_elems_window"] * c_win
@@ -638,7 +642,8 @@ def _min_devices(hw: dict, md: dict, pr: dict, n_seq: float, x: float,
     budget = hw["prefill_chunk"]
     row = act_row(hw, md, pr)
     act_tok = 0.0 if row else (budget if math.isfinite(budget) else context)
-    replica = (wb * md["params_linear"] + eb * (md["params_head"] + md["params_embed_only"])
+    replica = (wb * md["params_linear"] + (pr["attn_weight_bytes"] - wb) * md["params_attention"]
+               + eb * (md["params_head"] + md["params_embed_only"])
                + wb * md["n_moe_layers"] * md["n_experts"] * md["params_expert"]
                + n_seq * (kv_elems(md, x) * kvb + md["vocab_size"] * 4 + row)
                + act_tok * md["act_elems"] / md["n_layers"] * ab)

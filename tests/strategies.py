@@ -223,7 +223,9 @@ def px_values(draw, peak=None) -> dict:
     px = {"peak": draw(rarely(0.0, peaks)) if peak is None else float(peak),
           "eff_prefill": draw(efficiencies), "eff_decode": draw(efficiencies),
           "kv_factor": draw(st.one_of(st.just(1.0), st.floats(0.3, 1.0))),
-          "weight_factor": draw(st.one_of(st.just(1.0), st.floats(0.3, 1.0)))}
+          "weight_factor": draw(st.one_of(st.just(1.0), st.floats(0.3, 1.0))),
+          "attn16_ratio_prefill": draw(st.one_of(st.just(1.0), st.floats(0.3, 4.0))),
+          "attn16_ratio_decode": draw(st.one_of(st.just(1.0), st.floats(0.3, 4.0)))}
     assert set(px) == set(PX_FIELDS)
     return px
 
@@ -231,7 +233,7 @@ def px_values(draw, peak=None) -> dict:
 def simple_px(peak=989e12, eff=1.0) -> dict:
     """A platform x precision row with one efficiency for both phases and unit factors."""
     return {"peak": float(peak), "eff_prefill": eff, "eff_decode": eff, "kv_factor": 1.0,
-            "weight_factor": 1.0}
+            "weight_factor": 1.0, "attn16_ratio_prefill": 1.0, "attn16_ratio_decode": 1.0}
 
 
 # ---------------------------------------------------------------------------------------- models
@@ -372,7 +374,9 @@ def model_bytes(md: dict, pr: dict | None = None) -> float:
     """Total weight bytes of a model (all parameter groups), for sizing devices."""
     wb = 2.0 if pr is None else pr["weight_bytes"]
     eb = 2.0 if pr is None else pr["embed_bytes"]
+    awb = wb if pr is None else pr["attn_weight_bytes"]
     return (wb * (md["params_linear"] + md["n_moe_layers"] * md["n_experts"] * md["params_expert"])
+            + (awb - wb) * md["params_attention"]
             + eb * (md["params_head"] + md["params_embed_only"]))
 
 
@@ -382,7 +386,9 @@ def precisions(draw) -> dict:
     wb = draw(st.sampled_from([0.5, 1.0, 2.0, 4.0]))
     pr = {"weight_bytes": wb, "act_bytes": draw(st.sampled_from([1.0, 2.0, 4.0])),
           "kv_bytes": draw(st.sampled_from([0.5, 1.0, 2.0, 4.0])),
-          "embed_bytes": max(2.0, wb)}
+          "embed_bytes": max(2.0, wb),
+          # sometimes the attention projections kept at 16 bits (a -attn16 scheme)
+          "attn_weight_bytes": draw(st.sampled_from([wb, max(2.0, wb)]))}
     assert set(pr) == set(PRECISION_FIELDS)
     return pr
 
@@ -516,7 +522,7 @@ def evaluate(points: list[dict]) -> list[dict[str, float]]:
 
     n = len(points)
     decoy = {"peak": 7.0e13, "eff_prefill": 0.31, "eff_decode": 0.37, "kv_factor": 0.5,
-             "weight_factor": 0.7}
+             "weight_factor": 0.7, "attn16_ratio_prefill": 2.1, "attn16_ratio_decode": 0.6}
     pxs = [[p["px"] if i == j else decoy for j in range(n)] for i, p in enumerate(points)]
     idx = np.arange(n, dtype=np.int64)
     out = kernels.evaluate_points(

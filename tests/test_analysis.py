@@ -140,6 +140,7 @@ def make_result(hardware=("hw-a", "hw-b", "hw-c"), models=("dense-8b", "moe-47b"
         "weight_bits": [8 if "8" in p else 16 for p in precision],
         "act_bits": [8 if "8" in p else 16 for p in precision],
         "kv_bits": [8 if "8" in p else 16 for p in precision],
+        "attn_bits": [8 if "8" in p else 16 for p in precision],
         "tp": [x.tp for x in lays], "pp": [x.pp for x in lays], "ep": [x.ep for x in lays],
         "dp": [x.dp for x in lays], "offload": [x.offload for x in lays],
         "spill": [int(x.spill) for x in lays], "devices": [x.devices for x in lays],

@@ -101,7 +101,8 @@ def test_communication_bound_step_is_labelled_interconnect():
     md = S.build_model(n_layers=32, d_model=4096, n_heads=32, n_kv_heads=8, head_dim=128,
                        ffn=14336, vocab=128256)
     ly = {"tp": 4.0, "pp": 1.0, "ep": 1.0, "dp": 1.0, "offload": 0.0, "spill": 0.0}
-    pr = {"weight_bytes": 1.0, "act_bytes": 1.0, "kv_bytes": 1.0, "embed_bytes": 2.0}
+    pr = {"weight_bytes": 1.0, "act_bytes": 1.0, "kv_bytes": 1.0, "embed_bytes": 2.0,
+          "attn_weight_bytes": 1.0}
 
     def decode(latency: float) -> dict:
         hw = S.simple_device(bw=7.67e12, capacity=1e12, link_latency=latency, comm_overlap=1.0)
@@ -128,7 +129,8 @@ def test_prefill_pays_collective_latency_once_per_chunk():
     md = S.build_model(n_layers=80, d_model=8192, n_heads=64, n_kv_heads=8, head_dim=128,
                        ffn=28672, vocab=128256)
     ly = {"tp": 8.0, "pp": 1.0, "ep": 1.0, "dp": 1.0, "offload": 0.0, "spill": 0.0}
-    pr = {"weight_bytes": 2.0, "act_bytes": 2.0, "kv_bytes": 2.0, "embed_bytes": 2.0}
+    pr = {"weight_bytes": 2.0, "act_bytes": 2.0, "kv_bytes": 2.0, "embed_bytes": 2.0,
+          "attn_weight_bytes": 2.0}
 
     def ttft(latency: float, chunk: float) -> float:
         hw = S.simple_device(bw=1e30, capacity=1e13, link_bandwidth=1e30, link_latency=latency,

@@ -19,7 +19,8 @@ from tests.reference import reference_point
 pytestmark = pytest.mark.nojit
 
 RTOL = 2e-4
-PR_BF16 = {"weight_bytes": 2.0, "act_bytes": 2.0, "kv_bytes": 2.0, "embed_bytes": 2.0}
+PR_BF16 = {"weight_bytes": 2.0, "act_bytes": 2.0, "kv_bytes": 2.0, "embed_bytes": 2.0,
+           "attn_weight_bytes": 2.0}
 LY_1 = {"tp": 1.0, "pp": 1.0, "ep": 1.0, "dp": 1.0, "offload": 0.0, "spill": 0.0}
 
 #: Llama-3.1-8B on one H100-like DRAM device (3.35 TB/s, 80 GB, 989 TFLOP/s, 700 W / 100 W

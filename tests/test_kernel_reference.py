@@ -109,7 +109,7 @@ def test_points_match_reference(points, rnd):
     rnd.shuffle(order)
     idx = np.array(order, dtype=np.int64)
     decoy = {"peak": 3.0e14, "eff_prefill": 0.3, "eff_decode": 0.2, "kv_factor": 0.6,
-             "weight_factor": 0.8}
+             "weight_factor": 0.8, "attn16_ratio_prefill": 1.7, "attn16_ratio_decode": 0.9}
     px = S.px_table([[p["px"] if i == j else decoy for j in range(n)]
                      for i, p in enumerate(points)])
     with warnings.catch_warnings():
@@ -200,7 +200,8 @@ def test_reference_grid_and_points_agree_with_kernel(sc, rnd):
 
 
 # --------------------------------------------------------------------------- section 2, codes
-PR_BF16 = {"weight_bytes": 2.0, "act_bytes": 2.0, "kv_bytes": 2.0, "embed_bytes": 2.0}
+PR_BF16 = {"weight_bytes": 2.0, "act_bytes": 2.0, "kv_bytes": 2.0, "embed_bytes": 2.0,
+           "attn_weight_bytes": 2.0}
 LY_1 = {"tp": 1.0, "pp": 1.0, "ep": 1.0, "dp": 1.0, "offload": 0.0, "spill": 0.0}
 MOE = {**S.LLAMA_31_8B, "n_experts": 8.0, "n_moe_layers": 4.0, "experts_per_token": 2.0,
        "params_expert": 1.0e6}

@@ -96,7 +96,8 @@ def ends_undercounted(md: dict, pr: dict, pp: float, ep: float) -> bool:
         return False
     wb, eb = pr["weight_bytes"], pr["embed_bytes"]
     experts = md["n_moe_layers"] * (md["n_experts"] / ep) * md["params_expert"]
-    layers = wb * (md["params_linear"] + experts)
+    layers = (wb * (md["params_linear"] + experts)
+              + (pr["attn_weight_bytes"] - wb) * md["params_attention"])
     h, e = eb * md["params_head"], eb * md["params_embed_only"]
     return h + e > 0.999 * layers and max(layers, h, e) < 1.001 * (layers + h + e) / 2
 
@@ -375,7 +376,9 @@ def test_more_overlap_never_slower(p, ov1, ov2):
       'eff_prefill': 1.0,
       'eff_decode': 1.0,
       'kv_factor': 1.0,
-      'weight_factor': 1.0},
+      'weight_factor': 1.0,
+      'attn16_ratio_prefill': 1.0,
+      'attn16_ratio_decode': 1.0},
      'md': {'n_layers': 10.0,
       'd_model': 64.0,
       'vocab_size': 1000.0,
@@ -403,7 +406,8 @@ def test_more_overlap_never_slower(p, ov1, ov2):
      'pr': {'weight_bytes': 0.5,
       'act_bytes': 1.0,
       'kv_bytes': 0.5,
-      'embed_bytes': 2.0},
+      'embed_bytes': 2.0,
+      'attn_weight_bytes': 0.5},
      'ly': {'tp': 1.0,
       'pp': 1.0,
       'ep': 1.0,
@@ -524,7 +528,8 @@ def test_moe_batch_one_reads_exactly_the_active_parameters(p, context, output_le
         * md["params_expert"]
     # read per step: every active parameter but the input embedding, which is only gathered
     ends = md["params_head"] + md["params_embed_only"]
-    weights = (pr["weight_bytes"] * (n_active - ends) + pr["embed_bytes"] * md["params_head"])
+    weights = (pr["weight_bytes"] * (n_active - ends) + pr["embed_bytes"] * md["params_head"]
+               + (pr["attn_weight_bytes"] - pr["weight_bytes"]) * md["params_attention"])
     c = context + output_len / 2
     w = md["window"]
     if not w:
@@ -701,7 +706,8 @@ def test_pipeline_stage_with_the_lm_head_is_the_read_bottleneck():
                           expert_ffn=2048, shared_ffn=2048),
           "kv_elems_full": 0.0, "attn_flops_full_decode": 0.0, "act_elems": 0.0}
     assert head_stage_undercounted(md)
-    pr = {"weight_bytes": 1.0, "act_bytes": 2.0, "kv_bytes": 1.0, "embed_bytes": 2.0}
+    pr = {"weight_bytes": 1.0, "act_bytes": 2.0, "kv_bytes": 1.0, "embed_bytes": 2.0,
+          "attn_weight_bytes": 1.0}
     ly = {"tp": 1.0, "pp": 1.0, "ep": 1.0, "dp": 1.0, "offload": 0.0, "spill": 0.0}
     p = {"hw": S.simple_device(bw=1e12, capacity=1e13), "px": S.simple_px(HUGE), "md": md,
          "pr": pr, "ly": ly, "batch": 1.0, "context": 128.0, "output_len": 16.0}
@@ -826,8 +832,9 @@ def test_more_energy_per_operation_never_lowers_power(p, what, delta):
 def test_flops_linear_in_batch(p, batch, mult):
     """With unlimited bandwidth, no links and no overheads, a dense model's steps are pure compute,
     whose FLOPs are linear in the batch: TPOT and TTFT scale by the batch factor (also under
-    speculative decoding: every step of a round is linear). Without speculation, mfu is then the
-    decode efficiency exactly."""
+    speculative decoding: every step of a round is linear). Without speculation, and with every
+    GEMM at the scheme's rate (no attention projections kept at 16 bits, or at the same rate),
+    mfu is then the decode efficiency exactly."""
     hw = {"tier0_bandwidth": HUGE, "host_bandwidth": HUGE, "prefill_chunk": math.inf,
           "max_batch": math.inf, **NO_OVERHEADS}
     big = S.with_capacity_for(S.variant(p, batch=batch * mult, hw=hw))
@@ -836,7 +843,9 @@ def test_flops_linear_in_batch(p, batch, mult):
     assert close(rb["tpot"], mult * rs["tpot"])
     assert close(rb["ttft"], mult * rs["ttft"])
     assert rs["bound"] == 0 and rb["bound"] == 0
-    if p["hw"]["spec_tokens"] == 0:
+    one_rate = (p["pr"]["attn_weight_bytes"] == p["pr"]["weight_bytes"]
+                or p["px"]["attn16_ratio_decode"] == 1.0)
+    if p["hw"]["spec_tokens"] == 0 and one_rate:
         assert close(rs["mfu"], p["px"]["eff_decode"])
 
 
@@ -864,7 +873,10 @@ def test_output_identities_and_ranges(p):
     assert r["ttft"] > 0 and r["tpot"] > 0
     assert r["mfu"] > 0 and r["mbu"] > 0
     if hw["spec_tokens"] == 0:  # m busy stage passes fit in one decode step
-        assert le(r["mfu"], p["px"]["eff_decode"])
+        # attention projections kept at 16 bits run at 1/ratio of the scheme's rate
+        a16 = p["pr"]["attn_weight_bytes"] > p["pr"]["weight_bytes"]
+        faster = 1.0 / min(1.0, p["px"]["attn16_ratio_decode"]) if a16 else 1.0
+        assert le(r["mfu"], p["px"]["eff_decode"] * faster)
         assert le(r["mbu"], 1.0)
     assert r["arithmetic_intensity"] > 0
     assert 0.0 <= r["host_fraction"] <= 1.0 + 1e-6
@@ -883,7 +895,8 @@ def test_mbu_is_a_utilisation_under_speculative_decoding():
     fractions (the first version divided one plain step's by TPOT and reported mbu = 4.09 here)."""
     p = {"hw": S.simple_device(spec_tokens=4.0, spec_acceptance=0.9, spec_draft_cost=0.0),
          "px": S.simple_px(), "md": S.LLAMA_31_8B,
-         "pr": {"weight_bytes": 2.0, "act_bytes": 2.0, "kv_bytes": 2.0, "embed_bytes": 2.0},
+         "pr": {"weight_bytes": 2.0, "act_bytes": 2.0, "kv_bytes": 2.0, "embed_bytes": 2.0,
+                "attn_weight_bytes": 2.0},
          "ly": {"tp": 1.0, "pp": 1.0, "ep": 1.0, "dp": 1.0, "offload": 0.0, "spill": 0.0},
          "batch": 1.0, "context": 1024.0, "output_len": 256.0}
     r = S.evaluate_one(p)
@@ -977,7 +990,8 @@ def test_busiest_stage_holds_at_least_its_share():
           "params_linear": 2.0 * per_layer, "params_attention": 2.0 * 4 * d * d,
           "params_head": 2.0 * per_layer, "params_embed_only": 2.0 * per_layer,
           "kv_elems_full": 0.0, "act_elems": 0.0}
-    pr = {"weight_bytes": 2.0, "act_bytes": 2.0, "kv_bytes": 2.0, "embed_bytes": 2.0}
+    pr = {"weight_bytes": 2.0, "act_bytes": 2.0, "kv_bytes": 2.0, "embed_bytes": 2.0,
+          "attn_weight_bytes": 2.0}
     ly = {"tp": 1.0, "pp": 1.0, "ep": 1.0, "dp": 1.0, "offload": 0.0, "spill": 0.0}
     p = {"hw": S.simple_device(capacity=1e12), "px": S.simple_px(), "md": md, "pr": pr, "ly": ly,
          "batch": 1.0, "context": 16.0, "output_len": 16.0}
@@ -1008,7 +1022,7 @@ LLAMA_MD = S.LLAMA_31_8B
 MOE_MD = S.build_model(n_layers=48, d_model=2048, n_heads=32, n_kv_heads=4, head_dim=128,
                        ffn=6144, vocab=151936, n_moe_layers=48, n_experts=128, top_k=8,
                        expert_ffn=768)
-BF16 = {"weight_bytes": 2.0, "act_bytes": 2.0, "kv_bytes": 2.0, "embed_bytes": 2.0}
+BF16 = {"weight_bytes": 2.0, "act_bytes": 2.0, "kv_bytes": 2.0, "embed_bytes": 2.0, "attn_weight_bytes": 2.0}
 LAYOUT = {"tp": 1.0, "pp": 1.0, "ep": 1.0, "dp": 1.0, "offload": 0.0, "spill": 0.0}
 
 

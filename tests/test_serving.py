@@ -400,7 +400,8 @@ def test_a_rate_is_served_at_the_smallest_concurrency_that_reaches_it():
     md = S.build_model(n_layers=4, d_model=512, n_heads=8, n_kv_heads=1, head_dim=64,
                        ffn=1024, vocab=256)
     ly = {"tp": 1.0, "pp": 1.0, "ep": 1.0, "dp": 1.0, "offload": 0.0, "spill": 0.0}
-    pr = {"weight_bytes": 2.0, "act_bytes": 2.0, "kv_bytes": 2.0, "embed_bytes": 2.0}
+    pr = {"weight_bytes": 2.0, "act_bytes": 2.0, "kv_bytes": 2.0, "embed_bytes": 2.0,
+          "attn_weight_bytes": 2.0}
     p = {"hw": hw, "md": md, "pr": pr, "ly": ly, "px": S.simple_px(1e15), "context": 10,
          "output_len": 14}
     at = {n: S.evaluate_one({**p, "batch": n, "mode": MODE_CONTINUOUS}) for n in (1.0, 2.0)}

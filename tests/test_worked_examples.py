@@ -22,7 +22,7 @@ from tests import strategies as S
 pytestmark = pytest.mark.nojit
 
 HUGE = 1e30           # "infinite" FLOP/s or bandwidth
-BF16 = {"weight_bytes": 2.0, "act_bytes": 2.0, "kv_bytes": 2.0, "embed_bytes": 2.0}
+BF16 = {"weight_bytes": 2.0, "act_bytes": 2.0, "kv_bytes": 2.0, "embed_bytes": 2.0, "attn_weight_bytes": 2.0}
 TP1 = {"tp": 1.0, "pp": 1.0, "ep": 1.0, "dp": 1.0, "offload": 0.0, "spill": 0.0}
 SERIAL = {"comm_overlap": 0.0}   # an engine that does not hide communication behind compute
 
@@ -245,7 +245,7 @@ DSV3 = {**S.build_model(n_layers=61, d_model=7168, n_heads=128, n_kv_heads=128, 
                         ffn=18432, vocab=129280, n_moe_layers=58, n_experts=256, top_k=8,
                         expert_ffn=2048, shared_ffn=2048),
         "kv_elems_full": 0.0, "attn_flops_full_decode": 0.0, "act_elems": 0.0}
-FP8 = {"weight_bytes": 1.0, "act_bytes": 2.0, "kv_bytes": 1.0, "embed_bytes": 2.0}
+FP8 = {"weight_bytes": 1.0, "act_bytes": 2.0, "kv_bytes": 1.0, "embed_bytes": 2.0, "attn_weight_bytes": 1.0}
 
 
 def test_dsv3_like_parameter_groups():

@@ -86,9 +86,11 @@ def catalog_table(what: str, records: list[dict]) -> str:
         return _table(["id", "params total", "params active", "layers", "KV/token (16-bit)"],
                       rows)
     if what == "precisions":
-        rows = [[r["name"], str(r["weight_bits"]), str(r["act_bits"]), str(r["kv_bits"]),
-                 "/".join(r["compute_dtypes"]), r["description"]] for r in records]
-        return _table(["name", "weight bits", "act bits", "KV bits", "compute", "meaning"], rows)
+        rows = [[r["name"], str(r["weight_bits"]), str(r["attn_bits"]), str(r["act_bits"]),
+                 str(r["kv_bits"]), "/".join(r["compute_dtypes"]), r["description"]]
+                for r in records]
+        return _table(["name", "weight bits", "attention bits", "act bits", "KV bits", "compute",
+                       "meaning"], rows)
     if what == "engines":
         rows = []
         for r in records:

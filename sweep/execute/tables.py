@@ -18,7 +18,7 @@ import numpy as np
 from grids.hardware import Device
 from grids.layouts import Layout
 from grids.models import ModelArch
-from grids.precisions import Precision
+from grids.precisions import Precision, parse_precision
 from kernels.params import (
     HW_FIELDS,
     LAYOUT_FIELDS,
@@ -93,15 +93,25 @@ def precision_platform_values(dev: Device, eng: Any, p: Precision) -> dict[str, 
     dtype = p.compute_dtype_for(dev.peak_flops)
     if dtype is None:
         return {"peak": 0.0, "eff_prefill": 1.0, "eff_decode": 1.0, "kv_factor": 1.0,
-                "weight_factor": 1.0}
+                "weight_factor": 1.0, "attn16_ratio_prefill": 1.0, "attn16_ratio_decode": 1.0}
     achievable = dev.efficiency.flops_efficiency_for(dtype)
     weight_only = p.weight_bits < p.act_bits
     w = eng.weight_only_efficiency if weight_only else 1.0
-    return {"peak": dev.peak_flops[dtype],
-            "eff_prefill": achievable * eng.compute(dtype, "prefill") * w,
-            "eff_decode": achievable * eng.compute(dtype, "decode") * w,
-            "kv_factor": eng.kv8_efficiency if p.kv_bits < 16 else 1.0,
-            "weight_factor": w}
+    out = {"peak": dev.peak_flops[dtype],
+           "eff_prefill": achievable * eng.compute(dtype, "prefill") * w,
+           "eff_decode": achievable * eng.compute(dtype, "decode") * w,
+           "kv_factor": eng.kv8_efficiency if p.kv_bits < 16 else 1.0,
+           "weight_factor": w, "attn16_ratio_prefill": 1.0, "attn16_ratio_decode": 1.0}
+    if p.attn_weight_bits > p.weight_bits:
+        # the attention projections run as 16-bit GEMMs: the scheme's rate over that one
+        wide = parse_precision("bf16")
+        d16 = wide.compute_dtype_for(dev.peak_flops)
+        if d16 is not None:
+            a16 = dev.efficiency.flops_efficiency_for(d16) * dev.peak_flops[d16]
+            for phase in ("prefill", "decode"):
+                out[f"attn16_ratio_{phase}"] = (out["peak"] * out[f"eff_{phase}"]
+                                                / (a16 * eng.compute(d16, phase)))
+    return out
 
 
 def model_columns(m: ModelArch, context_scaling: float = 1.0) -> dict[str, float]:
@@ -132,7 +142,8 @@ def model_columns(m: ModelArch, context_scaling: float = 1.0) -> dict[str, float
 
 def precision_columns(p: Precision) -> dict[str, float]:
     return {"weight_bytes": p.weight_bits / 8.0, "act_bytes": p.act_bits / 8.0,
-            "kv_bytes": p.kv_bits / 8.0, "embed_bytes": p.embed_bits / 8.0}
+            "kv_bytes": p.kv_bits / 8.0, "embed_bytes": p.embed_bits / 8.0,
+            "attn_weight_bytes": p.attn_weight_bits / 8.0}
 
 
 def layout_columns(lay: Layout) -> dict[str, float]:

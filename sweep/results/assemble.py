@@ -112,6 +112,7 @@ def coordinate_values(spec: GridSpec, *, engines: list | None = None, costs: lis
         "weight_bits": [p.weight_bits for p in spec.precisions],
         "act_bits": [p.act_bits for p in spec.precisions],
         "kv_bits": [p.kv_bits for p in spec.precisions],
+        "attn_bits": [p.attn_weight_bits for p in spec.precisions],
         "tp": [x.tp for x in spec.layouts], "pp": [x.pp for x in spec.layouts],
         "ep": [x.ep for x in spec.layouts], "dp": [x.dp for x in spec.layouts],
         "offload": [x.offload for x in spec.layouts],

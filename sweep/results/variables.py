@@ -199,6 +199,8 @@ COORDS = (
     ("precision", "weight_bits", "bit", "bits per weight"),
     ("precision", "act_bits", "bit", "bits per activation"),
     ("precision", "kv_bits", "bit", "bits per KV-cache element"),
+    ("precision", "attn_bits", "bit", "bits per weight of the attention projections (weight_bits "
+     "unless the scheme keeps them at 16 bits: -attn16)"),
     ("parallelism", "tp", "1", "tensor parallel degree"),
     ("parallelism", "pp", "1", "pipeline parallel degree"),
     ("parallelism", "ep", "1", "expert parallel degree"),
