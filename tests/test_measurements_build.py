@@ -355,8 +355,8 @@ def test_dstack_rows_run_as_the_release_their_environment_printed():
     rows = [r for r in ROWS if _key(r["id"]) in ("dstackoff", "dstacksrv")]
     assert len(rows) == 2 * 93 + 11 * 15
     by_device = {(r["hardware"], r["precision"]): r["engine_version"] for r in rows}
-    assert by_device[("h100-sxm", "fp8")].startswith("0.6.3.post2")
-    assert by_device[("mi300x", "fp8")].startswith("0.6.3.dev109")
+    assert by_device[("h100-sxm", "fp8-attn16")].startswith("0.6.3.post2")
+    assert by_device[("mi300x", "fp8-attn16")].startswith("0.6.3.dev109")
     assert by_device[("mi300x", "fp8-kv8")].startswith("0.6.4.dev4")
     assert {engine_for_version(r["engine"], r["engine_version"]) for r in rows} == {"vllm@0.6.2"}
 

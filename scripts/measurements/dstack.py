@@ -33,9 +33,10 @@ HARDWARE = {
 }
 PRECISIONS = {
     "meta-llama/Llama-3.1-405B-FP8": (
-        "fp8",
-        "Meta's FP8 checkpoint (FP8 weights and activations in the MLP "
-        f"layers, attention 16-bit) -> fp8; {KV_NOT_STATED}",
+        "fp8-attn16",
+        "Meta's FP8 checkpoint (FP8 weights and activations in the MLP layers, the attention "
+        "projections 16-bit: docs/catalog.md 'Precisions') -> fp8-attn16; "
+        f"{KV_NOT_STATED}",
     ),
     "amd/Llama-3.1-405B-Instruct-FP8-KV": (
         "fp8-kv8",
