@@ -39,6 +39,8 @@ from kernels.roofline import (
     O_MIND,
     P_AB,
     P_KVB,
+    X_A16D,
+    X_A16P,
     X_EDEC,
     X_EPRE,
     X_PEAK,
@@ -49,7 +51,6 @@ from kernels.roofline import (
     spec_tau,
     sram_only,
     store_infeasible,
-    weights_flops_time,
     window_mean_length,
     window_pairs,
 )
@@ -139,9 +140,9 @@ def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
     d = st.dec
     flops_dec = d.flops_w + attn1
     r_dec = peak * px[X_EDEC]
-    r_pre = peak * px[X_EPRE]
-    # the FLOPs' time at the engine's rate (also their energy)
-    t_flops = weights_flops_time(d, px, 1.0, r_dec, r_pre) + attn1 / r_dec
+    # the FLOPs' time at the engine's rate (also their energy); the attention projections a
+    # scheme keeps at 16 bits take attn16_ratio times as long (0 FLOPs otherwise: section 7)
+    t_flops = (d.flops_w + d.flops_a16 * (px[X_A16D] - 1.0) + attn1) / r_dec
     code, t_stage, t_comp, t_mem, ts, td, th, tpk, host_total, e_move, top = pass_time(
         geo, hw, px, ly, d, kv_dev, pt.act_dev, kv_read, t_flops, attn1 / r_dec, 1.0, st.g_m)
     if code != 0:
@@ -155,7 +156,7 @@ def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
     if hw[H_SPK] > 0.0:  # speculative decoding: a round verifies k_s + 1 tokens
         s = st.dec_spec
         flops_q = s.flops_w + attn1 * st.q_spec
-        t_flops_q = weights_flops_time(s, px, 1.0, r_dec, r_pre) + attn1 * st.q_spec / r_dec
+        t_flops_q = (s.flops_w + s.flops_a16 * (px[X_A16D] - 1.0) + attn1 * st.q_spec) / r_dec
         _, t_stage_q, _, _, _, _, _, tpk_q, _, e_move_q, _ = pass_time(
             geo, hw, px, ly, s, kv_dev, pt.act_dev, kv_read, t_flops_q,
             attn1 * st.q_spec / r_dec, 1.0, st.g_m)
@@ -169,7 +170,8 @@ def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
 
     # ---- prefill (TTFT): section 8
     p = pt.pre
-    t_flops_pre = weights_flops_time(p, px, 0.0, r_dec, r_pre) + pt.attn_pre / r_pre
+    r_pre = peak * px[X_EPRE]
+    t_flops_pre = (p.flops_w + p.flops_a16 * (px[X_A16P] - 1.0) + pt.attn_pre) / r_pre
     _, t_stage_pre, _, _, _, _, _, _, _, e_move_pre, _ = pass_time(
         geo, hw, px, ly, p, kv_dev, pt.act_dev, pt.kv_write, t_flops_pre,
         pt.attn_pre / r_pre, pt.n_chunks, 0.0)
