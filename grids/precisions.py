@@ -32,7 +32,7 @@ them unquantised); this is applied by the kernels via ``embed_bits``.
 weights and run their GEMMs in 16 bits, while the MLP (dense or experts) uses the base scheme. This
 is how Meta quantised its own FP8 checkpoint of Llama 3.1 405B (``fp8-attn16``; the source is in
 docs/catalog.md, "Precisions"). The kernels read ``attn_bits`` for the bytes of those weights, and
-time their FLOPs at the device's achievable 16-bit rate (docs/model.md section 6). Only a base whose
+time their FLOPs at the platform's 16-bit rate (docs/model.md sections 7-8). Only a base whose
 weights are narrower than 16 bits takes the suffix.
 """
 

@@ -513,7 +513,7 @@ def weights_flops_time(p, px, share_dec, r_dec, r_pre):
     """Time [s] of the weights' FLOPs of passes ``p`` (:func:`pass_fixed`) at the scheme's rates
     ``r_dec``/``r_pre`` [FLOP/s], ``share_dec`` of the tokens decoding: the attention projections
     a scheme keeps at 16 bits (``p.flops_a16``) run at the 16-bit rate, ``attn16_ratio`` times
-    slower  [model.md section 6]."""
+    slower  [model.md sections 7, 8, 13.1]."""
     f_dec = p.flops_w + p.flops_a16 * (px[X_A16D] - 1.0)
     f_pre = p.flops_w + p.flops_a16 * (px[X_A16P] - 1.0)
     return f_dec * share_dec / r_dec + f_pre * (1.0 - share_dec) / r_pre

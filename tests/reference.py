@@ -595,7 +595,7 @@ def _phase_times(hw: dict, md: dict, pr: dict, px: dict, ly: dict, sz: dict, pla
     """One stage pass of the busiest stage on one micro-batch: compute, memory (section 4),
     collectives (10), the busy time and overlap rule of section 5 and the hops (11).
     ``attn_flops`` of the ``flops`` are attention's, ``a16_flops`` the attention projections'
-    that run at the 16-bit rate, ``a16_ratio`` times slower (section 6); ``decode_seqs`` > 0: a
+    that run at the 16-bit rate, ``a16_ratio`` times slower (sections 7-8); ``decode_seqs`` > 0: a
     decode pass of that many sequences (the layer pipeline of section 7 applies)."""
     t_comp = t_flops = (flops + a16_flops * (a16_ratio - 1)) / (px["peak"] * eta)
     mem = memory_time(hw, px, placement, traffic, host)

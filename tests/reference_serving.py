@@ -107,7 +107,7 @@ def iteration(hw: dict, md: dict, pr: dict, px: dict, ly: dict, sz: dict, placem
     w_dec = g_d * q / tokens_busy if tokens_busy > 0 else 1.0
     r_dec, r_pre = px["peak"] * px["eff_decode"], px["peak"] * px["eff_prefill"]
     t_attn = attn_dec / r_dec + attn_pre / r_pre
-    # the attention projections a -attn16 scheme keeps at 16 bits run at that rate (section 6)
+    # the attention projections a -attn16 scheme keeps at 16 bits run at that rate (section 13.1)
     a16 = 2 * tokens_busy * sz["p_att16"] * sf / tp
     t_comp = (w_dec * (dense + expert + a16 * (px["attn16_ratio_decode"] - 1)) / r_dec
               + (1 - w_dec) * (dense + expert + a16 * (px["attn16_ratio_prefill"] - 1)) / r_pre

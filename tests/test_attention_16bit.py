@@ -64,7 +64,7 @@ def test_attention_at_16_bits_adds_exactly_its_bytes(p):
 @given(S.fitting_points(model_kind="dense", n_tiers=1, layout=ONE_DEVICE),
        st.floats(0.3, 4.0), st.floats(0.3, 4.0))
 def test_attention_flops_run_at_the_16_bit_rate(p, ratio_pre, ratio_dec):
-    """Section 6: with unlimited bandwidth and no overheads a step is pure compute; the attention
+    """Section 7: with unlimited bandwidth and no overheads a step is pure compute; the attention
     projections' FLOPs (2 B P_attn per decode step of B sequences on one device) take
     ``ratio`` times as long as at the scheme's rate, the rest is unchanged."""
     hw = {"tier0_bandwidth": HUGE, "host_bandwidth": HUGE, "prefill_chunk": math.inf,
