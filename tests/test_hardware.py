@@ -179,6 +179,11 @@ def test_a_narrower_float_never_computes_slower_than_a_wider_one(catalog):
             assert dev.achievable_flops("fp4") >= dev.achievable_flops("fp8"), dev.id
 
 
+def test_achievable_flops_of_a_missing_dtype_names_the_devices_dtypes(catalog):
+    with pytest.raises(KeyError, match=r"'a100-sxm-80g' has no 'fp8' peak; its dtypes are .*bf16"):
+        catalog["a100-sxm-80g"].achievable_flops("fp8")
+
+
 def test_a_faster_narrow_datapath_carries_its_own_fraction(catalog):
     """Where a device's FP8 or FP4 peak exceeds its 16-bit peak (its own, faster datapath), the
     file states that dtype's achievable fraction: measured at serving shapes with its source, or

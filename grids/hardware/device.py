@@ -160,7 +160,11 @@ class Device:
 
     def achievable_flops(self, dtype: str) -> float:
         """Achievable dense rate [FLOP/s] in compute dtype ``dtype``: its peak x its fraction
-        (:meth:`Efficiency.flops_efficiency_for`; docs/catalog.md 2.5)."""
+        (:meth:`Efficiency.flops_efficiency_for`; docs/catalog.md 2.5). A dtype the device
+        publishes no peak for is a KeyError that names the device's dtypes."""
+        if dtype not in self.peak_flops:
+            raise KeyError(f"device {self.id!r} has no {dtype!r} peak; its dtypes are "
+                           f"{', '.join(sorted(self.peak_flops))}")
         return self.peak_flops[dtype] * self.efficiency.flops_efficiency_for(dtype)
 
     def tier_of_kind(self, kind: str) -> MemoryTier | None:

@@ -107,7 +107,7 @@ def precision_platform_values(dev: Device, eng: Any, p: Precision) -> dict[str, 
         wide = parse_precision("bf16")
         d16 = wide.compute_dtype_for(dev.peak_flops)
         if d16 is not None:
-            a16 = dev.efficiency.flops_efficiency_for(d16) * dev.peak_flops[d16]
+            a16 = dev.achievable_flops(d16)
             for phase in ("prefill", "decode"):
                 out[f"attn16_ratio_{phase}"] = (out["peak"] * out[f"eff_{phase}"]
                                                 / (a16 * eng.compute(d16, phase)))
