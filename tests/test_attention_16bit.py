@@ -64,9 +64,10 @@ def test_attention_at_16_bits_adds_exactly_its_bytes(p):
 @given(S.fitting_points(model_kind="dense", n_tiers=1, layout=ONE_DEVICE),
        st.floats(0.3, 4.0), st.floats(0.3, 4.0))
 def test_attention_flops_run_at_the_16_bit_rate(p, ratio_pre, ratio_dec):
-    """Section 7: with unlimited bandwidth and no overheads a step is pure compute; the attention
-    projections' FLOPs (2 B P_attn per decode step of B sequences on one device) take
-    ``ratio`` times as long as at the scheme's rate, the rest is unchanged."""
+    """Sections 7-8: with unlimited bandwidth and no overheads a step is pure compute; the
+    attention projections' FLOPs (2 B P_attn per decode step of B sequences on one device, 2 B S
+    P_attn in the prompt's pass) take ``rho`` times as long as at the scheme's rate, the rest is
+    unchanged."""
     hw = {"tier0_bandwidth": HUGE, "host_bandwidth": HUGE, "prefill_chunk": math.inf,
           "max_batch": math.inf, **NO_OVERHEADS, **NO_SPEC}
     wide = max(2.0, p["pr"]["weight_bytes"])
@@ -84,6 +85,11 @@ def test_attention_flops_run_at_the_16_bit_rate(p, ratio_pre, ratio_dec):
     # float32 outputs: the difference of two times is exact to ~1e-7 of the larger
     assert math.isclose(r2["tpot"] - r1["tpot"], expect, rel_tol=1e-4,
                         abs_tol=1e-5 * max(r1["tpot"], r2["tpot"]))
+    # the prompt: one pass of B S tokens (section 8), its attention projections at rho_pre
+    f_pre = 2.0 * b * one["context"] * one["md"]["params_attention"]
+    expect_pre = f_pre * (ratio_pre - 1.0) / (px["peak"] * px["eff_prefill"])
+    assert math.isclose(r2["ttft"] - r1["ttft"], expect_pre, rel_tol=1e-4,
+                        abs_tol=1e-5 * max(r1["ttft"], r2["ttft"]))
 
 
 def test_meta_405b_fp8_weights_match_vllms_load():
