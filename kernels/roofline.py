@@ -386,7 +386,7 @@ def stage_geometry(hw, md, pr, ly, g_w):
     p_lin = md[M_PLIN] + (a_pad - 1.0) * md[M_PATT]
     # the attention projections held at 16 bits (the scheme's -attn16), 0 otherwise
     p_att16 = a_pad * md[M_PATT] if d_awb > 0.0 else 0.0
-    w_lin = wb * p_lin + d_awb * a_pad * md[M_PATT]  # bytes of the layers' dense weights
+    w_lin = wb * p_lin + d_awb * p_att16  # bytes of the layers' dense weights
     w_expert_one = md[M_PEXP] * wb  # one expert, one layer
     w_experts_all = md[M_NMOE] * n_exp * w_expert_one
     w_head = md[M_PHEAD] * eb
@@ -509,14 +509,20 @@ def pass_fixed(geo, hw, md, px, pr, ly, g_tok, b_tok, g_heads, n_pass):
 
 
 @scalar_jit
+def weights_flops_at(p, ratio):
+    """The weights' FLOPs of passes ``p`` (:func:`pass_fixed`) as FLOPs at the scheme's rate: the
+    attention projections a scheme keeps at 16 bits (``p.flops_a16``) run at the 16-bit rate,
+    ``ratio`` (the phase's ``attn16_ratio``) times slower; ``p.flops_w`` itself when there are
+    none  [model.md sections 7, 8, 13.1]."""
+    return p.flops_w + p.flops_a16 * (ratio - 1.0)
+
+
+@scalar_jit
 def weights_flops_time(p, px, share_dec, r_dec, r_pre):
-    """Time [s] of the weights' FLOPs of passes ``p`` (:func:`pass_fixed`) at the scheme's rates
-    ``r_dec``/``r_pre`` [FLOP/s], ``share_dec`` of the tokens decoding: the attention projections
-    a scheme keeps at 16 bits (``p.flops_a16``) run at the 16-bit rate, ``attn16_ratio`` times
-    slower  [model.md sections 7, 8, 13.1]."""
-    f_dec = p.flops_w + p.flops_a16 * (px[X_A16D] - 1.0)
-    f_pre = p.flops_w + p.flops_a16 * (px[X_A16P] - 1.0)
-    return f_dec * share_dec / r_dec + f_pre * (1.0 - share_dec) / r_pre
+    """Time [s] of the weights' FLOPs of passes ``p`` at the scheme's rates ``r_dec``/``r_pre``
+    [FLOP/s], ``share_dec`` of the tokens decoding (:func:`weights_flops_at`)."""
+    return (weights_flops_at(p, px[X_A16D]) * share_dec / r_dec
+            + weights_flops_at(p, px[X_A16P]) * (1.0 - share_dec) / r_pre)
 
 
 @scalar_jit

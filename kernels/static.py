@@ -51,6 +51,7 @@ from kernels.roofline import (
     spec_tau,
     sram_only,
     store_infeasible,
+    weights_flops_at,
     window_mean_length,
     window_pairs,
 )
@@ -142,7 +143,7 @@ def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
     r_dec = peak * px[X_EDEC]
     # the FLOPs' time at the engine's rate (also their energy); the attention projections a
     # scheme keeps at 16 bits take attn16_ratio times as long (0 FLOPs otherwise: section 7)
-    t_flops = (d.flops_w + d.flops_a16 * (px[X_A16D] - 1.0) + attn1) / r_dec
+    t_flops = (weights_flops_at(d, px[X_A16D]) + attn1) / r_dec
     code, t_stage, t_comp, t_mem, ts, td, th, tpk, host_total, e_move, top = pass_time(
         geo, hw, px, ly, d, kv_dev, pt.act_dev, kv_read, t_flops, attn1 / r_dec, 1.0, st.g_m)
     if code != 0:
@@ -156,7 +157,7 @@ def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
     if hw[H_SPK] > 0.0:  # speculative decoding: a round verifies k_s + 1 tokens
         s = st.dec_spec
         flops_q = s.flops_w + attn1 * st.q_spec
-        t_flops_q = (s.flops_w + s.flops_a16 * (px[X_A16D] - 1.0) + attn1 * st.q_spec) / r_dec
+        t_flops_q = (weights_flops_at(s, px[X_A16D]) + attn1 * st.q_spec) / r_dec
         _, t_stage_q, _, _, _, _, _, tpk_q, _, e_move_q, _ = pass_time(
             geo, hw, px, ly, s, kv_dev, pt.act_dev, kv_read, t_flops_q,
             attn1 * st.q_spec / r_dec, 1.0, st.g_m)
@@ -171,7 +172,7 @@ def static_run(st, pt, hw, md, px, pr, ly, batch, context, output_len):
     # ---- prefill (TTFT): section 8
     p = pt.pre
     r_pre = peak * px[X_EPRE]
-    t_flops_pre = (p.flops_w + p.flops_a16 * (px[X_A16P] - 1.0) + pt.attn_pre) / r_pre
+    t_flops_pre = (weights_flops_at(p, px[X_A16P]) + pt.attn_pre) / r_pre
     _, t_stage_pre, _, _, _, _, _, _, _, e_move_pre, _ = pass_time(
         geo, hw, px, ly, p, kv_dev, pt.act_dev, pt.kv_write, t_flops_pre,
         pt.attn_pre / r_pre, pt.n_chunks, 0.0)
