@@ -34,7 +34,7 @@ def _same_numbers(a: E.EngineParams, b: E.EngineParams, skip=()) -> list[str]:
 
 def test_the_bare_id_is_the_files_own_build(devices):
     eng = E.load_engine("vllm")
-    assert eng.build == "0.10" and set(eng.builds) == {"0.6.0", "0.6.2"}
+    assert eng.build == "0.10" and set(eng.builds) == {"0.2", "0.6.0", "0.6.2"}
     for dev in ("h100-sxm", "mi300x", "a100-sxm-80g", "tpu-v6e"):
         bare, named = E.resolve("vllm", devices[dev]), E.resolve("vllm@0.10", devices[dev])
         assert named.engine == "vllm@0.10"
@@ -212,8 +212,48 @@ def test_by_build_the_rows_of_a_release_fit_its_own_section():
     assert set(np.asarray(ev.vendors)[split["vllm@0.6.2.defaults"].rows]) == {"NVIDIA", "AMD"}
     assert "vllm@0.6.0" not in set(refs[split["vllm.defaults"].rows])
     whole = {u.name: u for u in C.plan_units(ev, 20)}
-    assert not any("@" in name for name in whole)
-    assert len(whole["vllm.defaults"].rows) == len(rows)
+    # without it only a build that fits apart (vllm@0.2, Splitwise's rows) has a section
+    assert {name for name in whole if "@" in name} == {"vllm@0.2.vendor.NVIDIA"}
+    assert len(whole["vllm.defaults"].rows) == len(rows) - (refs == "vllm@0.2").sum()
+
+
+def test_a_build_that_fits_apart_leaves_the_files_and_the_pooled_fit():
+    """``fit_apart = true`` (vLLM's 2023 build, an eager engine): its rows fit only its own section,
+    even when every other release fits the file's; the parameters the build states itself
+    (its sourced host cost per step) are not fitted, since they beat any fit; and the
+    cross-engine ``pooled`` unit, which stacks without measurements inherit, leaves its rows out."""
+    from sweep import validate as V
+    from sweep.validate import calibration as C
+    from sweep.validate.units import build_stated, fits_apart, plan_pooled
+
+    assert fits_apart("vllm@0.2") and not fits_apart("vllm@0.6.0") and not fits_apart("vllm")
+    assert "iteration_overhead" in build_stated("vllm@0.2", "NVIDIA")
+    data = V.read_measurements()
+    rows = data[V.usable_mask(data)].reset_index(drop=True)
+    ev = V.Evaluator(rows, overlay={})
+    refs = np.array(ev.engine_ref, dtype=object)
+    old = np.flatnonzero(refs == "vllm@0.2")
+    assert len(old) >= 20
+    units = {u.name: u for u in C.plan_units(ev, 20)}
+    own = units["vllm@0.2.vendor.NVIDIA"]
+    assert sorted(own.rows) == sorted(old)
+    assert "iteration_overhead" not in own.params and "bandwidth" in own.params
+    for name, u in units.items():
+        if name != own.name:
+            assert not set(u.rows) & set(old), name
+    pooled = plan_pooled(ev, 20)
+    assert pooled is not None and not set(pooled.rows) & set(old)
+    assert len(pooled.rows) == (~np.asarray(ev.engine_assumed)).sum() - len(old)
+
+
+def test_fit_apart_must_be_a_boolean():
+    from grids.engines.parse import _read_builds
+
+    problems: list[str] = []
+    table = {"0.6.0": {"released": "2024-09", "description": "V0", "source": "PyPI",
+                       "matches": ["0.6.0"], "fit_apart": "yes"}}
+    _read_builds({"build": "0.10", "builds": table}, "vllm.toml", problems)
+    assert any("fit_apart must be true or false, got 'yes'" in p for p in problems), problems
 
 
 # ---------------------------------------------------------------------------- the mechanism
@@ -256,6 +296,26 @@ def test_a_newer_build_is_not_slower_on_the_same_point():
                 new = _tpot("vllm@0.6.2", model, batch, 2048, lay)
                 assert new <= old * (1 + 1e-12) or (math.isnan(old) and math.isnan(new)), \
                     (model, batch, lay)
+
+
+def test_vllms_2024_build_is_not_slower_than_its_2023_build_on_nvidia():
+    """vllm@0.2 (eager, every all-reduce on NCCL, 2023) against vllm@0.6.0 (CUDA graphs and the
+    custom all-reduce, 2024) with the shipped calibration: the later release decodes at least
+    as fast on every NVIDIA point tried, and its prompt pass is at least as fast where both run
+    the prompt in one pass (0.6.0 chunks prompts at 512 tokens, 'the best balance between ITL
+    and TTFT on A100' in its config.py: a longer TTFT for shorter decode steps)."""
+    for dev in ("a100-sxm-80g", "h100-sxm"):
+        for model, lay in (("llama-2-70b", "tp8"), ("llama-2-70b", "tp4"), ("llama-3.1-8b", "tp1")):
+            for batch, context in ((1, 256), (1, 2048), (16, 1024), (64, 512)):
+                got = {}
+                for engine in ("vllm@0.2", "vllm@0.6.0"):
+                    p = evaluate_point(dev, model, "fp16", lay, context=context, output_len=128,
+                                       batch=batch, engine=engine, batching="static")
+                    got[engine] = (float(p["ttft"]), float(p["tpot"]))
+                (ttft_old, tpot_old), (ttft_new, tpot_new) = got["vllm@0.2"], got["vllm@0.6.0"]
+                assert tpot_new <= tpot_old * (1 + 1e-12), (dev, model, lay, batch, got)
+                if batch * context <= 512:
+                    assert ttft_new <= ttft_old * (1 + 1e-12), (dev, model, lay, batch, got)
 
 
 # -------------------------------------------------------------------------------- native vintage

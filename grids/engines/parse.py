@@ -43,7 +43,7 @@ TOP_KEYS = ("id", "name", "description", "versions", "runs_on", "notes", "defaul
             "class", "device", "delegate", "build", "builds")
 #: what one ``[builds.<name>]`` table holds: texts, the ``matches`` list and level tables
 BUILD_TEXTS = ("released", "description", "source")
-BUILD_KEYS = (*BUILD_TEXTS, "matches", "fit_fallback", "defaults", "vendor", "class", "device")
+BUILD_KEYS = (*BUILD_TEXTS, "matches", "fit_fallback", "fit_apart", "defaults", "vendor", "class", "device")
 
 
 # --------------------------------------------------------------------------------------------
@@ -219,9 +219,14 @@ def _read_builds(raw: dict[str, Any], file: str,
             problems.append(f"{where}: fit_fallback must be the name of another of the file's "
                             f"builds, got {fallback!r}")
             fallback = ""
+        apart = b.get("fit_apart", False)
+        if not isinstance(apart, bool):
+            problems.append(f"{where}: fit_apart must be true or false, got {apart!r}")
+            apart = False
         out[name] = Build(name=name, released=texts["released"],
                           description=texts["description"], source=texts["source"],
-                          matches=tuple(matches), levels=levels, fit_fallback=fallback)
+                          matches=tuple(matches), levels=levels, fit_fallback=fallback,
+                          fit_apart=apart)
     for name, b in out.items():
         if b.fit_fallback and (b.fit_fallback == name or b.fit_fallback not in out):
             others = [n for n in out if n != name]

@@ -47,6 +47,11 @@ class Build:
     #: its own rows fit none, before the file's fit: a release of the same engine generation,
     #: closer to this one than the file's own build ("" = none)
     fit_fallback: str = ""
+    #: the build's measurement rows fit its own overlay section even when the calibration fits
+    #: every other release of the file together (``sweep calibrate`` without ``--by-build``): a
+    #: release whose host loop and kernels differ so much from the file's that its rows would
+    #: otherwise set the values every other release inherits
+    fit_apart: bool = False
 
 
 @dataclass(frozen=True)

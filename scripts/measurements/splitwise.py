@@ -25,6 +25,11 @@ HARDWARE = {
 }
 MODELS = {"llama2-70b": "llama-2-70b", "bloom-176b": "bloom-176b"}
 METRICS = {"ttft_s": "ttft", "tpot_s": "tpot", "e2e_latency_s": "e2e_latency"}
+#: the engine of the profiles: Patel et al., "Splitwise", arXiv 2311.18677v2, section III
+#: ("Unless stated otherwise, we run BLOOM-176B and Llama-70B on vLLM") and section V-B (the
+#: simulator's performance model is built from section III's profiles on A100 and H100)
+ENGINE = "vllm"
+ENGINE_VERSION = "2023 (release not stated; the paper's first version is of 2023-11-30)"
 #: the one-at-a-time sweeps vary one of (batch, prompt, output) around this point
 BASE_OUTPUT = 128
 #: e2e median / (ttft + (output - 1) x tpot) outside [1/LIMIT, LIMIT]: not consistent with the same run
@@ -76,7 +81,10 @@ def convert(path: Path) -> Converted:
             f"median of {len(members)} repeats (transcription rows {rows_txt}: {vals_txt} s)",
             hw_note,
             f"precision printed '{r['precision']}' -> fp16; {KV_NOT_STATED}",
-            "engine not stated by the source (Splitwise's own profiling runs)",
+            "engine vLLM: the paper profiles on vLLM ('Unless stated otherwise, we run BLOOM-176B "
+            "and Llama-70B on vLLM', section III) and builds its performance model from those "
+            "profiles (section V-B); its release is not stated (arXiv 2311.18677v1 is of "
+            "2023-11-30), so the row runs as the vllm file's 2023 build, vllm@0.2",
             f"tp {tp} on {tp} GPUs; pp not stated: layout assumes pp = 1",
             head_padding_note(model, tp),
             "static batch: TTFT = prefill of the whole batch (no queueing), TPOT = one decode iteration",
@@ -107,6 +115,8 @@ def convert(path: Path) -> Converted:
                 tp=tp,
                 model=model,
                 precision="fp16",
+                engine=ENGINE,
+                engine_version=ENGINE_VERSION,
                 load="static",
                 batch=batch,
                 context=ctx,

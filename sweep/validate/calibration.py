@@ -313,7 +313,8 @@ def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: Loss 
     ``floor_dtypes``: raise narrower-dtype compute factors to their floor (:func:`dtype_floors`)
     instead of only reporting them (``dtype_violations``).
     ``by_build``: the rows of each of a file's ``[builds]`` fit that build's own overlay section
-    (``["vllm@0.6.0"]``) and not the file's (:func:`plan_units`)."""
+    (``["vllm@0.6.0"]``) and not the file's (:func:`plan_units`); without it only the builds
+    marked ``fit_apart`` do (and their rows stay out of the pooled unit)."""
     rows = usable_rows(df)
     if rows.empty:
         raise SpecError("calibrate: the data have no usable rows (usable = yes) to fit")

@@ -164,10 +164,25 @@ def unit_params(rows: pd.DataFrame, dtypes: pd.Series) -> list[str]:
     return out
 
 
+def fits_apart(ref: str) -> bool:
+    """Whether ``ref`` (``<id>@<build>``) names a build whose file marks it ``fit_apart``: its rows
+    fit its own section even when the other releases of its file fit together."""
+    from grids.engines import load_engine
+
+    if "@" not in ref:
+        return False
+    active = load_engine(ref).active
+    return active is not None and active.fit_apart
+
+
 def fit_engines(ev: Evaluator, by_build: bool) -> pd.Series:
-    """The engine each row fits: its engine id, or with ``by_build`` its release
-    (``ev.engine_ref``: ``vllm@0.6.0`` for a row whose ``engine_version`` matches that build)."""
-    return pd.Series(ev.engine_ref if by_build else ev.rows["engine"].to_numpy(),
+    """The engine each row fits: its engine id, or its release (``ev.engine_ref``: ``vllm@0.6.0``
+    for a row whose ``engine_version`` matches that build) with ``by_build`` or where that
+    build is marked ``fit_apart``."""
+    refs = list(ev.engine_ref)
+    engines = ev.rows["engine"].to_numpy()
+    apart = {r: fits_apart(r) for r in set(refs)}
+    return pd.Series([r if by_build or apart[r] else e for r, e in zip(refs, engines)],
                      index=ev.rows.index, dtype=object)
 
 
@@ -180,7 +195,8 @@ def plan_units(ev: Evaluator, min_rows: int, by_build: bool = False) -> list[Uni
     another; a build with fewer than ``min_rows`` rows is not fitted and inherits the file's fit
     (or its ``fit_fallback`` build's); a build whose rows are all of one vendor fits that vendor's
     section only (``vllm@0.6.0.vendor.NVIDIA``), so that its other vendors keep their own fits.
-    Without it every row fits its file's sections, whatever its release."""
+    Without it every row fits its file's sections, whatever its release, except the rows of a
+    build marked ``fit_apart``, which fit as they would with it."""
     rows = ev.rows
     stated = ~ev.engine_assumed
     refs = fit_engines(ev, by_build)
@@ -196,26 +212,53 @@ def plan_units(ev: Evaluator, min_rows: int, by_build: bool = False) -> list[Uni
         if "@" in engine and len(vs) == 1:
             # a build measured on one vendor only: its fit is that vendor's, so the build's other
             # vendors keep the file's (vendor) fit instead of another vendor's host costs
-            units.append(Unit(engine, "vendor", vs[0], idx,
-                              unit_params(rows.iloc[idx], dtypes.iloc[idx])))
+            units.append(_unit(engine, "vendor", vs[0], idx, rows, dtypes))
             continue
-        units.append(Unit(engine, "defaults", "", idx, unit_params(rows.iloc[idx],
-                                                                   dtypes.iloc[idx])))
+        units.append(_unit(engine, "defaults", "", idx, rows, dtypes))
         if len(vs) < 2:
             continue
         for v in vs:
             vidx = idx[vendors.iloc[idx].to_numpy() == v]
             if len(vidx) >= min_rows:
-                units.append(Unit(engine, "vendor", v, vidx,
-                                  unit_params(rows.iloc[vidx], dtypes.iloc[vidx])))
+                units.append(_unit(engine, "vendor", v, vidx, rows, dtypes))
     return units
+
+
+def _unit(engine: str, level: str, vendor: str, idx: np.ndarray, rows: pd.DataFrame,
+          dtypes: pd.Series) -> Unit:
+    """A unit of ``engine`` at ``level`` over the rows ``idx``, fitting what they inform and the
+    engine (a build) does not state itself."""
+    stated = build_stated(engine, vendor)
+    names = unit_params(rows.iloc[idx], dtypes.iloc[idx])
+    return Unit(engine, level, vendor, idx, [n for n in names if n not in stated])
+
+
+def build_stated(ref: str, vendor: str) -> set[str]:
+    """The parameters the build ``ref`` (``<id>@<build>``) states itself at its defaults or at
+    ``vendor``'s level: they beat its fit (docs/engines.md "Builds"), so its unit does not fit
+    them (a fitted value would be written and never read)."""
+    from grids.engines import load_engine
+
+    if "@" not in ref:
+        return set()
+    active = load_engine(ref).active
+    if active is None:
+        return set()
+    out = set(active.levels.get(("defaults", ""), {}))
+    if vendor:
+        out |= set(active.levels.get(("vendor", vendor), {}))
+    return out
 
 
 def plan_pooled(ev: Evaluator, min_rows: int) -> Unit | None:
     """The cross-engine unit: every row that names its engine, where at least two engines have
     ``min_rows`` rows each (else None: one engine's fit is not a pooled value)."""
     rows = ev.rows
-    stated = ~np.asarray(ev.engine_assumed)
+    # the rows of a build that fits apart describe a release unlike the file's (an eager engine
+    # of 2023): they do not set the values every stack without measurements inherits either
+    apart_of = {r: fits_apart(r) for r in set(ev.engine_ref)}
+    apart = np.array([apart_of[r] for r in ev.engine_ref], dtype=bool)
+    stated = ~np.asarray(ev.engine_assumed) & ~apart
     counts = pd.Series(rows.loc[stated, "engine"]).value_counts()
     if int((counts >= min_rows).sum()) < 2:
         return None
