@@ -114,6 +114,9 @@ def test_a_user_files_build(devices):
     ("vllm", "0.6.1.post2", "vllm@0.6.0"),
     ("vllm", "0.6.3", "vllm@0.6.2"),
     ("vllm", "0.7.3 (ROCm 6.3.1; image notes up to 20250305_aiter)", "vllm"),
+    ("vllm", "0.10.2", "vllm"),  # not the 2023 build's "0.1." prefix
+    ("vllm", "0.2.7", "vllm@0.2"),
+    ("vllm", "2023 (release not stated; the paper's first version is of 2023-11-30)", "vllm@0.2"),
     ("vllm", "", "vllm"),
     ("trtllm", "0.17 (trtllm-bench, TensorRT engine)", "trtllm"),
     ("not-an-engine", "0.6.0", "not-an-engine"),
