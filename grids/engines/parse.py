@@ -228,6 +228,14 @@ def _read_builds(raw: dict[str, Any], file: str,
                           matches=tuple(matches), levels=levels, fit_fallback=fallback,
                           fit_apart=apart)
     for name, b in out.items():
+        # a prefix that the file's own release also starts with would take its rows ("0.1" of
+        # "0.10"): a version text of the file's build must never run as an older build
+        for m in b.matches:
+            if isinstance(own, str) and own.startswith(m):
+                problems.append(f"{file}: [builds.{tomlio.key(name)}] matches prefix {m!r} also "
+                                f"matches the file's own build {own!r}, whose rows would run as "
+                                f"{name!r}; end the prefix with '.' ({m.rstrip('.')}.) or make it "
+                                f"longer")
         if b.fit_fallback and (b.fit_fallback == name or b.fit_fallback not in out):
             others = [n for n in out if n != name]
             problems.append(f"{file}: [builds.{tomlio.key(name)}] fit_fallback = "
