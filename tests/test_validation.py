@@ -377,6 +377,26 @@ def test_calibration_recovers_known_parameters():
     assert fit.after < 0.005 < fit.before
 
 
+def test_a_parameter_no_row_responds_to_is_not_written_as_fitted():
+    """Splitwise's TPOTs at 1-16 requests (vllm@0.2, fitted apart) are memory-bound steps: the
+    decode compute factor moves none of them, so the fit neither writes it nor reports a standard
+    error for it (it keeps its prior); the bandwidth they do inform is fitted."""
+    use = (USABLE & SHIPPED["engine_version"].fillna("").str.startswith("2023").to_numpy()
+           & SHIPPED["metric"].eq("tpot").to_numpy())
+    rows = SHIPPED[use]
+    rows = rows[pd.to_numeric(rows["batch"], errors="coerce") <= 16].head(30)
+    assert len(rows) >= 20
+    cal = C.calibrate(rows, max_nfev=30)
+    (fit,) = cal.fits
+    assert fit.unit.name == "vllm@0.2.vendor.NVIDIA"
+    assert "decode_compute.bf16" in fit.unit.params
+    assert fit.uninformed == ["decode_compute.bf16"]
+    assert "decode_compute.bf16" not in fit.values and "decode_compute.bf16" not in fit.stderr
+    section = cal.overlay["vllm@0.2"]["vendor"]["NVIDIA"]
+    assert "decode_compute" not in section and "bandwidth" in section
+    assert 0 < fit.stderr["bandwidth"] < 1
+
+
 def test_a_narrower_dtype_slower_than_a_wider_one_is_reported_or_floored():
     """Synthetic fp8 rows made with an fp8 decode factor that makes fp8 slower than bf16 on
     every Hopper/Blackwell part: by default the fit recovers it and reports it as a finding;

@@ -175,6 +175,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             "output": str(output), "command": command,
             "fits": {f.unit.name: {"rows": f.rows, "values": f.values, "stderr": f.stderr,
                                    "at_bound": f.at_bound, "reverted": f.reverted,
+                                   "uninformed": f.uninformed,
                                    "floored": {C.floor_label(*k): v
                                                for k, v in f.floored.items()},
                                    "single_vendor": {p: {"vendor": v, "value": x}
@@ -284,7 +285,9 @@ def fit_table(cal) -> str:
                              f"raised to its floor {_fmt_param(k[2], fl)})"
                              for k, (was, fl) in f.floored.items()),
                            *(f"{p} -> {v} ({_fmt_param(p, x)}; informed by its rows alone)"
-                             for p, (v, x) in f.single_vendor.items())])
+                             for p, (v, x) in f.single_vendor.items()),
+                           *(f"{p} (no row responds to it; kept at the prior)"
+                             for p in f.uninformed)])
         lines.append(f"| {f.unit.name} | {f.rows} | {vals or '-'} | {bound or '-'} | "
                      f"{fmt_error(f.before)} | {fmt_error(f.after)} |")
     return "\n".join(lines)

@@ -43,7 +43,9 @@ value, or the engine fit's for a vendor unit), is reported (``reverted_at_bound`
 other parameters are fitted again without it (:func:`fit_within_bounds`). Likewise a narrower
 compute dtype's factor that would make a device compute it slower than the wider dtype (fp8
 below bf16, fp4 below fp8, on a device with both units) is raised to the floor where it is not,
-kept there and reported (``floored``; :func:`dtype_floors`).
+kept there and reported (``floored``; :func:`dtype_floors`). A parameter no row of the unit
+responds to (its Jacobian column zero: memory-bound rows do not see a compute factor) is not
+a fitted value either: it is not written and keeps its prior (``uninformed``).
 
 The objective is the log error ``ln(predicted / measured)`` of every usable row with a stated
 engine, minimised robustly (:func:`scipy.optimize.least_squares`, ``loss='soft_l1'``,
@@ -178,21 +180,26 @@ def fit_unit(ev: Evaluator, unit: Unit, overlay: dict[str, Any], *, loss: Loss =
     pred1 = predict(x)
     n = int(ok.sum())
     stderr = dict.fromkeys(unit.params, math.nan)
+    uninformed: list[str] = []
     try:
         jac = np.asarray(res.jac)[:n] / scale  # dense: the default 2-point Jacobian
+        # a parameter no row responds to stays where the prior holds it: not a fitted value
+        uninformed = [p for i, p in enumerate(unit.params) if not np.any(jac[:, i])]
         r = res.fun[:n]
         s2 = float(np.sum(r * r) / max(n - len(x), 1))
         cov = np.linalg.pinv(jac.T @ jac) * s2
-        stderr = {p: float(math.sqrt(max(cov[i, i], 0.0))) for i, p in enumerate(unit.params)}
+        stderr = {p: float(math.sqrt(max(cov[i, i], 0.0))) for i, p in enumerate(unit.params)
+                  if p not in uninformed}
         vendor_share = _vendor_shares(jac, np.asarray(ev.vendors)[unit.rows][ok], unit.params)
     except (np.linalg.LinAlgError, ValueError):
         vendor_share = {}
     tol = 1e-3 * (hi - lo)
-    at_bound = [p for i, p in enumerate(unit.params)
-                if abs(x[i] - lo[i]) <= tol[i] or abs(x[i] - hi[i]) <= tol[i]]
+    at_bound = [p for i, p in enumerate(unit.params) if p not in uninformed
+                and (abs(x[i] - lo[i]) <= tol[i] or abs(x[i] - hi[i]) <= tol[i])]
     return UnitFit(
         unit=unit, start=dict(zip(unit.params, map(float, x0))),
-        values=dict(zip(unit.params, map(float, x))), stderr=stderr, at_bound=at_bound, rows=n,
+        values={p: float(v) for p, v in zip(unit.params, x) if p not in uninformed},
+        stderr=stderr, at_bound=at_bound, rows=n, uninformed=uninformed,
         before=V.median_abs_rel_error(pred0[ok], meas[ok]),
         after=V.median_abs_rel_error(pred1[ok], meas[ok]),
         male_before=V.mean_abs_log_error(pred0[ok], meas[ok]),
@@ -371,7 +378,7 @@ def fit_pooled(ev: Evaluator, min_rows: int = DEFAULT_MIN_ROWS, say: Any = None,
     if f is None:
         return None
     start = dict(zip(unit.params, map(float, _pooled_start(ev, unit))))
-    values = {**{p: start[p] for p in f.reverted}, **f.values}
+    values = {**{p: start[p] for p in (*f.reverted, *f.uninformed)}, **f.values}
     table: dict[str, Any] = {}
     for p in unit.params:
         if p in values and p.split(".")[0] in POOLABLE:
@@ -493,6 +500,7 @@ def overlay_toml(cal: Calibration, *, data_path: str | Path, command: str,
             "values": list(f.values.values()),
             "stderr": [f.stderr[p] for p in f.values], "at_bound": f.at_bound,
             "reverted_at_bound": list(f.reverted), "bound_reached": list(f.reverted.values()),
+            "uninformed": list(f.uninformed),
             "floored": [floor_label(*k) for k in f.floored],
             "floored_from": [w for w, _ in f.floored.values()],
             "floored_to": [fl for _, fl in f.floored.values()],

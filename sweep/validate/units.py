@@ -75,6 +75,10 @@ class UnitFit:
     #: narrower-dtype compute factors raised to their floor (:func:`dtype_floors`): the value the
     #: fit (or the prior) had, and the floor it was set to and kept at while the rest was refitted
     floored: dict[tuple[str, str, str], tuple[float, float]] = field(default_factory=dict)
+    #: parameters no row of the unit responds to (every column of the Jacobian zero: a memory-
+    #: bound row does not see a compute factor): the fit cannot move them, so they are neither
+    #: written nor reported as fitted; they keep their prior
+    uninformed: list[str] = field(default_factory=list)
     #: per parameter, each vendor's share of the information the rows carry on it (the squared
     #: Jacobian of the log errors of its rows at the solution, summed)
     vendor_share: dict[str, dict[str, float]] = field(default_factory=dict)
