@@ -170,30 +170,28 @@ def test_a_build_takes_its_fit_fallbacks_section_after_its_own_and_before_the_fi
     assert E.resolve("vllm@0.6.2", h100, alone).iteration_overhead == 0.0015
 
 
-def test_a_matches_prefix_of_the_files_own_build_is_one_clear_error():
-    """``"0.1"`` would take the rows of the file's own 0.10 (it did, once: V1's staged rows ran
-    as the 2023 build); ``"0.1."`` does not."""
-    from grids.engines.parse import _read_builds
-
-    def problems_of(prefix: str) -> list[str]:
-        problems: list[str] = []
-        table = {"0.2": {"released": "2023", "description": "V0", "source": "PyPI",
-                         "matches": [prefix, "0.2."]}}
-        _read_builds({"build": "0.10", "builds": table}, "vllm.toml", problems)
-        return problems
-
-    assert any("matches prefix '0.1' also matches the file's own build '0.10'" in p
-               for p in problems_of("0.1")), problems_of("0.1")
-    assert problems_of("0.1.") == []
-
-
-def test_a_fit_fallback_naming_no_other_build_is_one_clear_error():
+def _one_build_problems(**fields) -> list[str]:
+    """What the parser says of a file of build 0.10 with one other build, 0.6.0, of ``fields``."""
     from grids.engines.parse import _read_builds
 
     problems: list[str] = []
     table = {"0.6.0": {"released": "2024-09", "description": "V0", "source": "PyPI",
-                       "matches": ["0.6.0"], "fit_fallback": "0.5"}}
+                       "matches": ["0.6.0"], **fields}}
     _read_builds({"build": "0.10", "builds": table}, "vllm.toml", problems)
+    return problems
+
+
+def test_a_matches_prefix_of_the_files_own_build_is_one_clear_error():
+    """``"0.1"`` would take the rows of the file's own 0.10 (it did, once: V1's staged rows ran
+    as the 2023 build); ``"0.1."`` does not."""
+    problems = _one_build_problems(matches=["0.1", "0.2."])
+    assert any("matches prefix '0.1' also matches the file's own build '0.10'" in p
+               for p in problems), problems
+    assert _one_build_problems(matches=["0.1.", "0.2."]) == []
+
+
+def test_a_fit_fallback_naming_no_other_build_is_one_clear_error():
+    problems = _one_build_problems(fit_fallback="0.5")
     assert any("fit_fallback = '0.5' names no other build" in p for p in problems), problems
 
 
@@ -267,12 +265,7 @@ def test_a_build_that_fits_apart_leaves_the_files_and_the_pooled_fit():
 
 
 def test_fit_apart_must_be_a_boolean():
-    from grids.engines.parse import _read_builds
-
-    problems: list[str] = []
-    table = {"0.6.0": {"released": "2024-09", "description": "V0", "source": "PyPI",
-                       "matches": ["0.6.0"], "fit_apart": "yes"}}
-    _read_builds({"build": "0.10", "builds": table}, "vllm.toml", problems)
+    problems = _one_build_problems(fit_apart="yes")
     assert any("fit_apart must be true or false, got 'yes'" in p for p in problems), problems
 
 
