@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from grids.engines import ENGINE_IDS, engines_dir, resolve, shipped_overlay
+from grids.engines import ENGINE_IDS, engines_dir, load_engine, resolve, shipped_overlay
 from grids.hardware import catalog_ids, load_catalog
 from grids.spec import DEFAULT_MODELS, DEFAULT_PREFILL_CHUNK, DEFAULT_SPEC, load_spec
 from kernels.params import HW_FIELDS, METRICS, MODE_CONTINUOUS, MODE_STATIC, PX_FIELDS
@@ -162,6 +162,10 @@ def test_shipped_calibration_is_applied():
 
 
 # --------------------------------------------------------------------------------- ideal bound
+#: every catalog engine but ``ideal``, and every older build of each (``vllm@0.2``, ...)
+REAL_ENGINES_AND_BUILDS = [e for e in ENGINE_IDS if e != "ideal"] + [
+    f"{e}@{b}" for e in ENGINE_IDS for b in load_engine(e).builds]
+
 @OVERLAYS
 def test_ideal_engine_bounds_every_engine_at_the_same_prefill_chunk(overlay):
     """Every catalog engine on every device it runs on, a fixed sample (32 devices x 15 models x
@@ -170,7 +174,7 @@ def test_ideal_engine_bounds_every_engine_at_the_same_prefill_chunk(overlay):
     in throughput. (Every engine factor is <= 1, every overhead and latency >= 0, cb' >= ab, the
     overlap <= 1, the memory fraction <= 1, no batch cap, heads padded.) The chunk is a
     scheduling choice, not a resource: see the next test for what it does."""
-    labels = product(hardware=catalog_ids(), engine=[e for e in ENGINE_IDS if e != "ideal"],
+    labels = product(hardware=catalog_ids(), engine=REAL_ENGINES_AND_BUILDS,
                      model=DEFAULT_MODELS, precision=PRECISIONS, parallelism=LAYOUTS)
     pt = resolve_points(labels, overlay=overlay)
     engine = run(pt)
@@ -178,7 +182,7 @@ def test_ideal_engine_bounds_every_engine_at_the_same_prefill_chunk(overlay):
     pairs = assert_bounds(ideal, engine, labels, "ideal at the engine's chunk")
     assert pairs > 300_000
     runs = (engine["fits"] == 1).any(axis=0)
-    for name in ENGINE_IDS[1:]:   # every real engine runs on some sampled point
+    for name in REAL_ENGINES_AND_BUILDS:   # every real engine and build runs on some point
         assert runs[labels["engine"].to_numpy() == name].any(), name
 
 
@@ -262,7 +266,7 @@ def test_ideal_engine_bounds_every_engine_at_maximum_load(overlay):
     fall with the concurrency, tests/test_serving.py, to 1e-3). On tiered devices more requests
     put KV cache in slower tiers: SN40L runs Llama-3.1-8B at 4,871 requests with the ideal
     engine's memory (KV in DDR) at 0.79x the throughput of SambaFlow's 8 (all in HBM)."""
-    labels = product(hardware=catalog_ids(), engine=[e for e in ENGINE_IDS if e != "ideal"],
+    labels = product(hardware=catalog_ids(), engine=REAL_ENGINES_AND_BUILDS,
                      model=["llama-3.1-8b", "llama-3.3-70b", "mixtral-8x7b", "qwen3-235b-a22b",
                             "deepseek-r1", "llama-4-scout"],
                      precision=["bf16", "fp8"],
