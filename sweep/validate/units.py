@@ -255,8 +255,9 @@ def build_stated(ref: str, vendor: str) -> set[str]:
 
 
 def plan_pooled(ev: Evaluator, min_rows: int) -> Unit | None:
-    """The cross-engine unit: every row that names its engine, where at least two engines have
-    ``min_rows`` rows each (else None: one engine's fit is not a pooled value)."""
+    """The cross-engine unit: every row that names its engine, except the rows of builds marked
+    ``fit_apart``, where at least two engines have ``min_rows`` rows each (else None: one
+    engine's fit is not a pooled value)."""
     rows = ev.rows
     # the rows of a build that fits apart describe a release unlike the file's (an eager engine
     # of 2023): they do not set the values every stack without measurements inherits either
