@@ -331,6 +331,40 @@ def test_vllms_2024_build_is_not_slower_than_its_2023_build_on_nvidia():
                     assert ttft_new <= ttft_old * (1 + 1e-12), (dev, model, lay, batch, got)
 
 
+def test_a_build_without_fp8_kernels_or_an_8bit_kv_cache_does_not_run_them(devices):
+    """vLLM 0.2 had neither (its source distributions): ``fp8`` and ``-kv8`` points under
+    ``vllm@0.2`` are infeasible with reason 2 (``no_compute_dtype``), while its 16-bit and
+    weight-only (AWQ, 16-bit compute) points run, as does ``fp8`` under 0.6.0; an engine that
+    leaves both parameters out runs them (absent: true); the calibration's dtype floors skip
+    what the build does not compute."""
+    from kernels.params import INFEASIBLE_MEANINGS
+
+    def point(engine: str, precision: str) -> dict:
+        return evaluate_point("h100-sxm", "llama-2-70b", precision, "tp4", context=512,
+                              output_len=128, batch=4, engine=engine, batching="static")
+
+    old = E.resolve("vllm@0.2", devices["h100-sxm"])
+    assert old.narrow_float_compute is False and old.narrow_kv_cache is False
+    no_dtype = INFEASIBLE_MEANINGS.index("no_compute_dtype")
+    for precision in ("fp8", "fp16-kv8", "fp8-kv8"):
+        p = point("vllm@0.2", precision)
+        assert p["fits"] == 0 and p["infeasible_reason"] == no_dtype, precision
+        assert math.isnan(float(p["tpot"])) and math.isnan(float(p["ttft"]))
+    for precision in ("fp16", "w4a16"):
+        assert point("vllm@0.2", precision)["fits"] == 1, precision
+    for engine in ("vllm@0.6.0", "vllm", "trtllm", "sglang"):
+        assert point(engine, "fp8")["fits"] == 1 and point(engine, "fp16-kv8")["fits"] == 1
+        p = E.resolve(engine, devices["h100-sxm"])
+        assert p.narrow_float_compute and p.narrow_kv_cache
+        assert "absent from every level" in p.origin["narrow_float_compute"]
+    from sweep.validate import calibration as C
+
+    unit = C.Unit("vllm@0.2", "vendor", "NVIDIA", np.array([], dtype=np.int64), [])
+    assert C.dtype_floors(unit, E.shipped_overlay()) == {}
+    unit = C.Unit("vllm@0.6.0", "vendor", "NVIDIA", np.array([], dtype=np.int64), [])
+    assert C.dtype_floors(unit, E.shipped_overlay())  # its fp8 prefill (0.35) stays a finding
+
+
 # -------------------------------------------------------------------------------- native vintage
 
 

@@ -152,6 +152,14 @@ PARAMS: dict[str, ParamSpec] = {
                                      "share it (grouped-query attention); false: once per query "
                                      "head, so a model with g query heads per KV head reads its "
                                      "KV cache g times per step", absent=True),
+    "narrow_float_compute": ParamSpec("bool", "bool", 0.0, 1.0, True, "the engine has GEMM "
+                                      "kernels for 8- and 4-bit float dtypes; false: a precision "
+                                      "that computes in fp8 or fp4 does not run on it "
+                                      "(infeasible, no_compute_dtype)", absent=True),
+    "narrow_kv_cache": ParamSpec("bool", "bool", 0.0, 1.0, True, "the engine can store the KV "
+                                 "cache in 8 or 4 bits; false: a precision with a KV cache "
+                                 "narrower than 16 bits does not run on it (infeasible, "
+                                 "no_compute_dtype)", absent=True),
     "speculative_tokens": ParamSpec("count", "1", 0.0, 64.0, 0.0, "draft tokens per verification "
                                     "step (0 = off)", whole=True),
     "speculative_acceptance": ParamSpec("fraction", "1", 0.0, 1.0, 0.0, "per-token acceptance "
@@ -159,6 +167,8 @@ PARAMS: dict[str, ParamSpec] = {
     "speculative_draft_cost": ParamSpec("count", "1", 0.0, 10.0, 0.0, "time of one draft step "
                                         "relative to one target decode step"),
 }
+#: the compute dtypes an engine without ``narrow_float_compute`` does not run
+NARROW_FLOAT_DTYPES = ("fp8", "fp4")
 SCALARS = tuple(k for k in PARAMS if k not in BY_DTYPE)
 #: yes/no parameters: a TOML boolean with a ``<name>_source`` text beside it
 BOOLS = tuple(k for k, v in PARAMS.items() if v.dimension == "bool")
@@ -166,13 +176,14 @@ BOOLS = tuple(k for k, v in PARAMS.items() if v.dimension == "bool")
 #: ideal value) because that is physically right: engines do not speculate unless configured to;
 #: the attention kernels of current engine releases (FlashAttention, FlashInfer, TensorRT-LLM's
 #: XQA, vLLM's ROCm custom paged attention) serve a KV head's query group in one pass, so a file
-#: states ``gqa_aware_attention = false`` only for a build whose kernel does not;
+#: states ``gqa_aware_attention = false`` only for a build whose kernel does not; so do the FP8/FP4
+#: GEMMs and 8-bit KV caches of current releases (a build from before them states false);
 #: an engine without a custom all-reduce has none (``custom_allreduce_max_bytes`` 0) and its
 #: other custom-all-reduce parameters are unused; a library that does not state in-switch
 #: reduction does not use it; an engine chooses collectives by its own rules, not the fastest.
 #: Every other parameter must be in a real engine's [defaults].
 OPTIONAL = ("speculative_tokens", "speculative_acceptance", "speculative_draft_cost",
-            "gqa_aware_attention",
+            "gqa_aware_attention", "narrow_float_compute", "narrow_kv_cache",
             "in_switch_overhead", "custom_allreduce_max_bytes", "custom_allreduce_max_group",
             "custom_allreduce_overhead", "custom_allreduce_efficiency", "oneshot_max_bytes",
             "oneshot_max_bytes_large", "fastest_collective")
@@ -258,6 +269,8 @@ class EngineParams:
     kv_block: float  # [token]
     kv_reserve: bool
     gqa_aware_attention: bool
+    narrow_float_compute: bool
+    narrow_kv_cache: bool
     speculative_tokens: float  # [1]
     speculative_acceptance: float  # [1]
     speculative_draft_cost: float  # [1]

@@ -58,7 +58,11 @@ _ABSENT_MEANS = {"in_switch_overhead": "the library does not reduce inside the s
                  "fastest_collective": "the engine's own collective rules (0)",
                  "gqa_aware_attention": "decode attention reads a KV head once for its query "
                                         "group, as current kernels do (FlashAttention, "
-                                        "FlashInfer, XQA, ROCm custom paged attention)"}
+                                        "FlashInfer, XQA, ROCm custom paged attention)",
+                 "narrow_float_compute": "the engine runs FP8 and FP4 GEMMs where the device "
+                                         "has the units, as current releases do",
+                 "narrow_kv_cache": "the engine stores an 8- or 4-bit KV cache, as current "
+                                    "releases do"}
 
 
 def _resolve_levels(engine: Engine, device: Device,
