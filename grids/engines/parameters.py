@@ -284,6 +284,12 @@ class EngineParams:
     fastest_collective: float  # [1] 1 = fastest algorithm, 0 = the engine's rules
     origin: dict[str, str] = field(default_factory=dict, compare=False)
 
+    def runs(self, dtype: str, kv_bits: float = 16.0) -> bool:
+        """Whether the engine has kernels for compute dtype ``dtype`` and a KV cache of
+        ``kv_bits`` bits (``narrow_float_compute``, ``narrow_kv_cache``)."""
+        return ((dtype not in NARROW_FLOAT_DTYPES or self.narrow_float_compute)
+                and (kv_bits >= 16 or self.narrow_kv_cache))
+
     def compute(self, dtype: str, phase: str) -> float:
         """Factor [1] on the achievable FLOP efficiency of ``dtype`` in ``phase``."""
         if phase not in PHASES:

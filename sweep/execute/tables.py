@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from grids.engines.parameters import NARROW_FLOAT_DTYPES
 from grids.hardware import Device
 from grids.layouts import Layout
 from grids.models import ModelArch
@@ -94,8 +93,7 @@ def precision_platform_values(dev: Device, eng: Any, p: Precision) -> dict[str, 
     dtype = p.compute_dtype_for(dev.peak_flops)
     # an engine build without FP8/FP4 GEMMs or a narrow KV cache cannot run the scheme at all:
     # like a device without the dtype's units (infeasible_reason no_compute_dtype)
-    if (dtype in NARROW_FLOAT_DTYPES and not eng.narrow_float_compute) \
-            or (p.kv_bits < 16 and not eng.narrow_kv_cache):
+    if dtype is not None and not eng.runs(dtype, p.kv_bits):
         dtype = None
     if dtype is None:
         return {"peak": 0.0, "eff_prefill": 1.0, "eff_decode": 1.0, "kv_factor": 1.0,

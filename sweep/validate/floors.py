@@ -23,7 +23,6 @@ def dtype_floors(unit: Any, overlay: dict[str, Any]
     device), so that one vendor's factors (the AMD or Intel bf16 estimates of vllm.toml) do not move
     another's pooled fp8 fit."""
     from grids.engines import resolve
-    from grids.engines.parameters import NARROW_FLOAT_DTYPES
     from grids.hardware import load_catalog
 
     out: dict[tuple[str, str, str], tuple[float, float]] = {}
@@ -36,7 +35,7 @@ def dtype_floors(unit: Any, overlay: dict[str, Any]
         for narrow, wide in NARROWER:
             if not (dev.peak_flops.get(narrow, 0.0) > 0 and dev.peak_flops.get(wide, 0.0) > 0):
                 continue
-            if narrow in NARROW_FLOAT_DTYPES and not params.narrow_float_compute:
+            if not params.runs(narrow):
                 continue  # the engine (a build of before FP8) does not compute the dtype at all
             for phase in ("prefill", "decode"):
                 f_n, f_w = params.compute(narrow, phase), params.compute(wide, phase)
