@@ -168,14 +168,18 @@ def unit_params(rows: pd.DataFrame, dtypes: pd.Series) -> list[str]:
     return out
 
 
+def _build_of(ref: str) -> Any:
+    """The :class:`~grids.engines.profile.Build` that ``ref`` (``<id>@<build>``) names, or None
+    (a bare engine id, or the file's own build)."""
+    from grids.engines import load_engine
+
+    return load_engine(ref).active if "@" in ref else None
+
+
 def fits_apart(ref: str) -> bool:
     """Whether ``ref`` (``<id>@<build>``) names a build whose file marks it ``fit_apart``: its rows
     fit its own section even when the other releases of its file fit together."""
-    from grids.engines import load_engine
-
-    if "@" not in ref:
-        return False
-    active = load_engine(ref).active
+    active = _build_of(ref)
     return active is not None and active.fit_apart
 
 
@@ -241,11 +245,7 @@ def build_stated(ref: str, vendor: str) -> set[str]:
     """The parameters the build ``ref`` (``<id>@<build>``) states itself at its defaults or at
     ``vendor``'s level: they beat its fit (docs/engines.md "Builds"), so its unit does not fit
     them (a fitted value would be written and never read)."""
-    from grids.engines import load_engine
-
-    if "@" not in ref:
-        return set()
-    active = load_engine(ref).active
+    active = _build_of(ref)
     if active is None:
         return set()
     out = set(active.levels.get(("defaults", ""), {}))
