@@ -397,6 +397,52 @@ def test_a_parameter_no_row_responds_to_is_not_written_as_fitted():
     assert 0 < fit.stderr["bandwidth"] < 1
 
 
+def _unit_fit(params: list[str], values: dict[str, float], stderr: dict[str, float]):
+    unit = C.Unit("vllm", "vendor", "NVIDIA", np.arange(3), list(params))
+    return C.UnitFit(unit=unit, start=dict.fromkeys(params, 0.9), values=dict(values),
+                     stderr=dict(stderr), at_bound=[], rows=3, before=0.3, after=0.2,
+                     male_before=0.3, male_after=0.2, success=True)
+
+
+def test_weakly_informed_is_a_standard_error_above_the_value():
+    f = _unit_fit(["bandwidth", "decode_compute.bf16", "request_overhead", "kv8_efficiency"],
+                  {"bandwidth": 0.8, "decode_compute.bf16": 0.69, "request_overhead": 8e-3,
+                   "kv8_efficiency": 0.7},
+                  {"bandwidth": 0.05, "decode_compute.bf16": 19.9, "request_overhead": 1.06,
+                   "kv8_efficiency": math.nan})
+    assert C.weakly_informed(f) == {"decode_compute.bf16": (0.69, 19.9),
+                                    "request_overhead": (8e-3, 1.06)}
+
+
+def test_a_weakly_informed_parameter_keeps_its_prior_and_the_rest_is_refitted(monkeypatch):
+    """A fitted value whose standard error exceeds it is not shipped: fit_within_bounds fits the
+    unit again without it, and reports it with its value and standard error."""
+    calls = []
+
+    def fake_fit(ev, unit, overlay, **opts):
+        calls.append(list(unit.params))
+        if len(calls) == 1:
+            return _unit_fit(unit.params, {"bandwidth": 0.8, "decode_compute.bf16": 0.69},
+                             {"bandwidth": 0.05, "decode_compute.bf16": 19.9})
+        return _unit_fit(unit.params, {"bandwidth": 0.82}, {"bandwidth": 0.04})
+
+    monkeypatch.setattr(C, "fit_unit", fake_fit)
+    unit = C.Unit("vllm", "vendor", "NVIDIA", np.arange(3), ["bandwidth", "decode_compute.bf16"])
+    f = C.fit_within_bounds(None, unit, {})
+    assert calls == [["bandwidth", "decode_compute.bf16"], ["bandwidth"]]
+    assert f.values == {"bandwidth": 0.82}
+    assert f.weak == {"decode_compute.bf16": (0.69, 19.9)}
+    assert f.unit.params == ["bandwidth", "decode_compute.bf16"]
+
+
+def test_the_shipped_overlay_has_no_weakly_informed_value():
+    """Every value `sweep calibrate` wrote carries a standard error below the value."""
+    prov = tomllib.loads(calibration_path().read_text())["provenance"]["unit"]
+    for name, u in prov.items():
+        for p, v, se in zip(u["parameters"], u["values"], u["stderr"]):
+            assert not se > C.WEAK_RELATIVE_STDERR * abs(v), (name, p, v, se)
+
+
 def test_a_narrower_dtype_slower_than_a_wider_one_is_reported_or_floored():
     """Synthetic fp8 rows made with an fp8 decode factor that makes fp8 slower than bf16 on
     every Hopper/Blackwell part: by default the fit recovers it and reports it as a finding;

@@ -176,6 +176,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             "fits": {f.unit.name: {"rows": f.rows, "values": f.values, "stderr": f.stderr,
                                    "at_bound": f.at_bound, "reverted": f.reverted,
                                    "uninformed": f.uninformed,
+                                   "weakly_informed": {p: {"value": v, "stderr": se}
+                                                       for p, (v, se) in f.weak.items()},
                                    "floored": {C.floor_label(*k): v
                                                for k, v in f.floored.items()},
                                    "single_vendor": {p: {"vendor": v, "value": x}
@@ -287,7 +289,9 @@ def fit_table(cal) -> str:
                            *(f"{p} -> {v} ({_fmt_param(p, x)}; informed by its rows alone)"
                              for p, (v, x) in f.single_vendor.items()),
                            *(f"{p} (no row responds to it; kept at the prior)"
-                             for p in f.uninformed)])
+                             for p in f.uninformed),
+                           *(f"{p} ({_fmt_param(p, v)} ± {_fmt_param(p, se)}: weakly informed; "
+                             f"kept at the prior)" for p, (v, se) in f.weak.items())])
         lines.append(f"| {f.unit.name} | {f.rows} | {vals or '-'} | {bound or '-'} | "
                      f"{fmt_error(f.before)} | {fmt_error(f.after)} |")
     return "\n".join(lines)

@@ -45,7 +45,10 @@ compute dtype's factor that would make a device compute it slower than the wider
 below bf16, fp4 below fp8, on a device with both units) is raised to the floor where it is not,
 kept there and reported (``floored``; :func:`dtype_floors`). A parameter no row of the unit
 responds to (its Jacobian column zero: memory-bound rows do not see a compute factor) is not
-a fitted value either: it is not written and keeps its prior (``uninformed``).
+a fitted value either: it is not written and keeps its prior (``uninformed``). Nor is one the rows
+barely inform, whose standard error exceeds the value itself (:data:`WEAK_RELATIVE_STDERR`): the
+data do not tell it from zero, so it keeps its prior, is reported (``weakly_informed``) and the
+rest is fitted again without it, as for a bound.
 
 The objective is the log error ``ln(predicted / measured)`` of every usable row with a stated
 engine, minimised robustly (:func:`scipy.optimize.least_squares`, ``loss='soft_l1'``,
@@ -103,6 +106,10 @@ DEFAULT_F_SCALE = 0.1
 #: weight of the prior residuals (ln-ratio for factors, (x - start) / scale_prior for times)
 PRIOR_WEIGHT = 0.05
 PRIOR_TIME_SCALE = {"iteration_overhead": 2e-3, "request_overhead": 20e-3}
+#: a fitted value whose standard error exceeds this multiple of the value is weakly informed: its
+#: one-standard-error interval reaches zero (for a factor, a standard error of its logarithm
+#: above ~1: the rows do not pin it within a factor of e), so it keeps its prior
+WEAK_RELATIVE_STDERR = 1.0
 
 
 def default_output() -> Path:
@@ -237,18 +244,29 @@ def single_vendor_params(f: UnitFit) -> dict[str, tuple[str, float]]:
     return out
 
 
+def weakly_informed(f: UnitFit) -> dict[str, tuple[float, float]]:
+    """``{param: (value, standard error)}`` of the fitted values of ``f`` whose standard error
+    exceeds :data:`WEAK_RELATIVE_STDERR` times the value (a NaN standard error is not evidence
+    either way and is not counted)."""
+    return {p: (v, f.stderr[p]) for p, v in f.values.items()
+            if f.stderr.get(p, math.nan) > WEAK_RELATIVE_STDERR * abs(v)}
+
+
 def fit_within_bounds(ev: Evaluator, unit: Unit, overlay: dict[str, Any],
                       say: Any = None, floor_dtypes: bool = False, **opts: Any
                       ) -> UnitFit | None:
     """:func:`fit_unit`, then again without every parameter that ended at a physical bound (it
     keeps its prior and is reported in ``reverted``) until none does (issue 20: a value at a
-    bound is a finding, never shipped); with ``floor_dtypes``, also without every narrower-dtype
+    bound is a finding, never shipped), then without every parameter the rows barely inform
+    (:func:`weakly_informed`: kept at its prior, reported in ``weak``); with ``floor_dtypes``,
+    also without every narrower-dtype
     compute factor that would make a device compute that dtype slower than the wider one (it is
     set to its floor, :func:`dtype_floors`, and reported in ``floored``). None when no row of the
     unit can be evaluated."""
     say = say or (lambda msg: None)
     f = fit_unit(ev, unit, overlay, **opts)
     reverted: dict[str, float] = {}
+    weak: dict[str, tuple[float, float]] = {}
     floored: dict[tuple[str, str, str], tuple[float, float]] = {}
     base = overlay
     rounds = 0
@@ -258,6 +276,12 @@ def fit_within_bounds(ev: Evaluator, unit: Unit, overlay: dict[str, Any],
             say(f"  {unit.name}: "
                 f"{', '.join(f'{p} at its bound {f.values[p]:.4g}' for p in f.at_bound)}"
                 f": kept at the prior, the rest refitted")
+        elif new_weak := weakly_informed(f):
+            weak.update(new_weak)
+            say(f"  {unit.name}: " + ", ".join(
+                f"{p} {v:.4g} +/- {se:.3g}" for p, (v, se) in new_weak.items())
+                + ": weakly informed (standard error above the value), kept at the prior, the "
+                  "rest refitted")
         elif not floor_dtypes:
             break
         else:
@@ -285,14 +309,14 @@ def fit_within_bounds(ev: Evaluator, unit: Unit, overlay: dict[str, Any],
         own = {name for (level, key, name) in floored
                if (level, key) == (unit.level, unit.key)
                or row_vendors <= {k for (lv, k, n) in floored if lv == "vendor" and n == name}}
-        free = [p for p in unit.params if p not in reverted and p not in own]
+        free = [p for p in unit.params if p not in reverted and p not in weak and p not in own]
         if not free:
             f = dataclasses.replace(f, values={}, stderr={}, at_bound=[], after=f.before,
                                     male_after=f.male_before)
             break
         f = fit_unit(ev, dataclasses.replace(unit, params=free), base, **opts)
     if f is not None:
-        f = dataclasses.replace(f, unit=unit, reverted=reverted, floored=floored)
+        f = dataclasses.replace(f, unit=unit, reverted=reverted, weak=weak, floored=floored)
     return f
 
 
@@ -378,7 +402,7 @@ def fit_pooled(ev: Evaluator, min_rows: int = DEFAULT_MIN_ROWS, say: Any = None,
     if f is None:
         return None
     start = dict(zip(unit.params, map(float, _pooled_start(ev, unit))))
-    values = {**{p: start[p] for p in (*f.reverted, *f.uninformed)}, **f.values}
+    values = {**{p: start[p] for p in (*f.reverted, *f.weak, *f.uninformed)}, **f.values}
     table: dict[str, Any] = {}
     for p in unit.params:
         if p in values and p.split(".")[0] in POOLABLE:
@@ -405,13 +429,14 @@ def _without_single_vendor(ev: Evaluator, f: UnitFit, overlay: dict[str, Any],
     for p, (vendor, x) in single.items():
         if vendor not in own:
             _set(overlay, unit.engine, "vendor", vendor, p, x)
-    free = [p for p in unit.params if p not in single and p not in f.reverted]
+    free = [p for p in unit.params if p not in single and p not in f.reverted and p not in f.weak]
     g = fit_within_bounds(ev, dataclasses.replace(unit, params=free), overlay, say, floor_dtypes,
                           **opts) if free else None
     if g is None:
         g = dataclasses.replace(f, values={}, stderr={}, at_bound=[], after=f.before,
                                 male_after=f.male_before)
     return dataclasses.replace(g, unit=unit, reverted={**f.reverted, **g.reverted},
+                               weak={**f.weak, **g.weak},
                                floored={**f.floored, **g.floored}, single_vendor=single)
 
 
@@ -501,6 +526,9 @@ def overlay_toml(cal: Calibration, *, data_path: str | Path, command: str,
             "stderr": [f.stderr[p] for p in f.values], "at_bound": f.at_bound,
             "reverted_at_bound": list(f.reverted), "bound_reached": list(f.reverted.values()),
             "uninformed": list(f.uninformed),
+            "weakly_informed": list(f.weak),
+            "weakly_informed_value": [v for v, _ in f.weak.values()],
+            "weakly_informed_stderr": [se for _, se in f.weak.values()],
             "floored": [floor_label(*k) for k in f.floored],
             "floored_from": [w for w, _ in f.floored.values()],
             "floored_to": [fl for _, fl in f.floored.values()],

@@ -79,6 +79,11 @@ class UnitFit:
     #: bound row does not see a compute factor): the fit cannot move them, so they are neither
     #: written nor reported as fitted; they keep their prior
     uninformed: list[str] = field(default_factory=list)
+    #: parameters the rows barely inform: the fit's standard error exceeded the value itself
+    #: (:func:`~sweep.validate.calibration.weakly_informed`), so the data do not tell it from
+    #: zero; like a value at a bound it is a finding, not a value to ship: it keeps its prior and
+    #: the rest is fitted again without it. The value and its standard error
+    weak: dict[str, tuple[float, float]] = field(default_factory=dict)
     #: per parameter, each vendor's share of the information the rows carry on it (the squared
     #: Jacobian of the log errors of its rows at the solution, summed)
     vendor_share: dict[str, dict[str, float]] = field(default_factory=dict)
