@@ -143,6 +143,7 @@ CLI_CASES = [
     (["calibrate", "-o", "c.txt", "--no-lopo"], ".toml"),
     (["calibrate", "-o", "dir.toml", "--no-lopo"], "is a directory"),
     (["calibrate", "-o", "c.toml", "--max-nfev", "0"], "--max-nfev must be >= 1"),
+    (["calibrate", "-o", "c.toml", "--weak-stderr", "0"], "--weak-stderr must be > 0"),
     (["calibrate", "-o", "c.toml", "--min-rows", "0"], "--min-rows"),
 ]
 

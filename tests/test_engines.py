@@ -231,6 +231,8 @@ def test_ideal_is_ideal_everywhere(devices):
 
 def test_resolve_is_cheap_and_reads_no_file(catalog, devices, monkeypatch):
     """After the catalog is loaded, resolving every pair touches no file."""
+    E.shipped_overlay()  # part of the catalog; cached once read (whichever test reads it first)
+
     def no_io(*args, **kwargs):
         raise AssertionError("resolve read a file")
 

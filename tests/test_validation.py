@@ -300,8 +300,11 @@ def test_calibrate_subset_writes_loadable_overlay(tmp_path, capsys):
     before = shipped.read_bytes() if shipped.exists() else None
     data = _write(_subset(), tmp_path / "subset.csv")
     out = tmp_path / "cal.toml"
+    # 12 rows an engine pin none of its parameters (every standard error exceeds its value, so
+    # the default rule would keep them all at their priors): this test of the overlay's form
+    # keeps every fitted value (--weak-stderr inf)
     assert main(["calibrate", "--data", data, "-o", str(out), "--max-nfev", "8",
-                 "--min-rows", "5"]) == 0
+                 "--min-rows", "5", "--weak-stderr", "inf"]) == 0
     text = capsys.readouterr().out
     assert "leave-one-publisher-out" in text and "| held-out publisher |" in text
     assert "fitting trtllm.defaults" in text and "fitting vllm.defaults" in text
@@ -318,6 +321,7 @@ def test_calibrate_subset_writes_loadable_overlay(tmp_path, capsys):
             assert all(lo <= x <= hi for x in vals), (engine, name, v)
     assert prov["data_sha256"] == V.file_sha256(data)
     assert "sweep calibrate" in prov["command"] and prov["date"]
+    assert "--weak-stderr inf" in prov["command"] and "times it keeps its prior" in prov["method"]
     # each held-out publisher, the pooled row over all of them, and the pooled row over those at
     # maximum load or online (issue 19's targets): NVIDIA's 4 maximum-load rows
     lopo = prov["leave_one_publisher_out"]

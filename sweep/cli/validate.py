@@ -118,6 +118,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         raise SpecError(f"--f-scale must be > 0, got {args.f_scale}")
     if args.prior_weight < 0:
         raise SpecError(f"--prior-weight must be >= 0, got {args.prior_weight}")
+    if not args.weak_stderr > 0:
+        raise SpecError(f"--weak-stderr must be > 0 (a multiple of the value; inf keeps every "
+                        f"fitted value), got {args.weak_stderr}")
     if args.max_nfev < 1:
         raise SpecError(f"--max-nfev must be >= 1 (function evaluations per fitted unit), got "
                         f"{args.max_nfev}")
@@ -127,7 +130,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     say = (lambda m: None) if quiet else (lambda m: print(f"  {m}", flush=True))
     opts = {"min_rows": args.min_rows, "loss": args.loss, "f_scale": args.f_scale,
             "prior_weight": args.prior_weight, "max_nfev": args.max_nfev,
-            "floor_dtypes": args.floor_dtypes, "by_build": args.by_build}
+            "floor_dtypes": args.floor_dtypes, "by_build": args.by_build,
+            "weak_stderr": args.weak_stderr}
     if not quiet:
         print("sweep calibrate: fitting the engine catalog (starting from the engine files)")
     cal = C.calibrate(df, progress=say, **opts)
@@ -163,6 +167,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                                   if args.f_scale != C.DEFAULT_F_SCALE else None),
                                  ("--prior-weight", args.prior_weight
                                   if args.prior_weight != C.PRIOR_WEIGHT else None),
+                                 ("--weak-stderr", args.weak_stderr
+                                  if args.weak_stderr != C.WEAK_RELATIVE_STDERR else None),
                                  ("-o", _rel(output)))
         if v is not None) + (" --no-lopo" if args.no_lopo else "") + (
         " --floor-dtypes" if args.floor_dtypes else "") + (" --by-build" if args.by_build else "")
@@ -387,6 +393,10 @@ def register(subparsers) -> None:
                    help="residual scale of the robust loss, in ln units (default 0.1)")
     c.add_argument("--prior-weight", type=float, default=0.05,
                    help="weight of the prior toward the starting values (default 0.05)")
+    c.add_argument("--weak-stderr", type=float, default=1.0, metavar="X",
+                   help="a fitted value whose standard error exceeds X times the value is weakly "
+                        "informed: it keeps its prior and is reported (default 1; inf keeps "
+                        "every fitted value)")
     c.add_argument("--max-nfev", type=int, default=100, metavar="N",
                    help="function evaluations per fitted unit (default 100)")
     c.add_argument("--no-lopo", action="store_true",

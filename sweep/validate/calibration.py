@@ -244,16 +244,18 @@ def single_vendor_params(f: UnitFit) -> dict[str, tuple[str, float]]:
     return out
 
 
-def weakly_informed(f: UnitFit) -> dict[str, tuple[float, float]]:
+def weakly_informed(f: UnitFit, weak_stderr: float = WEAK_RELATIVE_STDERR
+                    ) -> dict[str, tuple[float, float]]:
     """``{param: (value, standard error)}`` of the fitted values of ``f`` whose standard error
-    exceeds :data:`WEAK_RELATIVE_STDERR` times the value (a NaN standard error is not evidence
-    either way and is not counted)."""
+    exceeds ``weak_stderr`` (:data:`WEAK_RELATIVE_STDERR`) times the value (a NaN standard error
+    is not evidence either way and is not counted; ``inf`` counts none)."""
     return {p: (v, f.stderr[p]) for p, v in f.values.items()
-            if f.stderr.get(p, math.nan) > WEAK_RELATIVE_STDERR * abs(v)}
+            if f.stderr.get(p, math.nan) > weak_stderr * abs(v)}
 
 
 def fit_within_bounds(ev: Evaluator, unit: Unit, overlay: dict[str, Any],
-                      say: Any = None, floor_dtypes: bool = False, **opts: Any
+                      say: Any = None, floor_dtypes: bool = False,
+                      weak_stderr: float = WEAK_RELATIVE_STDERR, **opts: Any
                       ) -> UnitFit | None:
     """:func:`fit_unit`, then again without every parameter that ended at a physical bound (it
     keeps its prior and is reported in ``reverted``) until none does (issue 20: a value at a
@@ -276,7 +278,7 @@ def fit_within_bounds(ev: Evaluator, unit: Unit, overlay: dict[str, Any],
             say(f"  {unit.name}: "
                 f"{', '.join(f'{p} at its bound {f.values[p]:.4g}' for p in f.at_bound)}"
                 f": kept at the prior, the rest refitted")
-        elif new_weak := weakly_informed(f):
+        elif new_weak := weakly_informed(f, weak_stderr):
             weak.update(new_weak)
             say(f"  {unit.name}: " + ", ".join(
                 f"{p} {v:.4g} +/- {se:.3g}" for p, (v, se) in new_weak.items())
@@ -336,13 +338,16 @@ def usable_rows(df: pd.DataFrame) -> pd.DataFrame:
 def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: Loss = DEFAULT_LOSS,
               f_scale: float = DEFAULT_F_SCALE, prior_weight: float = PRIOR_WEIGHT,
               max_nfev: int = 200, floor_dtypes: bool = False, pooled: bool = True,
-              by_build: bool = False, progress=None) -> Calibration:
+              by_build: bool = False, weak_stderr: float = WEAK_RELATIVE_STDERR,
+              progress=None) -> Calibration:
     """Fit every unit of the usable rows of ``df`` that name their engine (defaults first, then
     vendors on top of them), starting from the engine files without any overlay; then, with
     ``pooled``, the cross-engine unit (:func:`plan_pooled`) from the files alone, whose factors go
     to the overlay's ``[pooled]`` table.
     ``floor_dtypes``: raise narrower-dtype compute factors to their floor (:func:`dtype_floors`)
     instead of only reporting them (``dtype_violations``).
+    ``weak_stderr``: a fitted value whose standard error exceeds this multiple of it keeps its
+    prior (:func:`weakly_informed`; ``inf``: none does).
     ``by_build``: the rows of each of a file's ``[builds]`` fit that build's own overlay section
     (``["vllm@0.6.0"]``) and not the file's (:func:`plan_units`); without it only the builds
     marked ``fit_apart`` do (and their rows stay out of the pooled unit)."""
@@ -363,7 +368,8 @@ def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: Loss 
     if not units:
         raise SpecError("calibrate: no engine has enough usable rows that name it "
                         f"(--min-rows {min_rows}); nothing to fit")
-    opts = {"loss": loss, "f_scale": f_scale, "prior_weight": prior_weight, "max_nfev": max_nfev}
+    opts = {"loss": loss, "f_scale": f_scale, "prior_weight": prior_weight, "max_nfev": max_nfev,
+            "weak_stderr": weak_stderr}
     for unit in sorted(units, key=lambda u: (u.engine, u.level != "defaults", u.key)):
         say(f"fitting {unit.name} on {len(unit.rows)} rows: {', '.join(unit.params)}")
         f = fit_within_bounds(ev, unit, overlay, say, floor_dtypes, **opts)
@@ -383,7 +389,8 @@ def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: Loss 
         overlay[POOLED] = found_pooled[1]
     return Calibration(fits, overlay, rows, options={
         "min_rows": min_rows, "loss": loss, "f_scale": f_scale, "prior_weight": prior_weight,
-        "max_nfev": max_nfev, "floor_dtypes": floor_dtypes, "by_build": by_build}, thin=thin,
+        "max_nfev": max_nfev, "floor_dtypes": floor_dtypes, "by_build": by_build,
+        "weak_stderr": weak_stderr}, thin=thin,
         dtype_violations=violations)
 
 
@@ -512,7 +519,9 @@ def overlay_toml(cal: Calibration, *, data_path: str | Path, command: str,
                       "file's" if cal.options.get("by_build") else "")
                    + f"; the pooled unit: every engine at once), loss={cal.options['loss']}, "
                    f"f_scale={cal.options['f_scale']}, prior weight "
-                   f"{cal.options['prior_weight']} toward the starting values"),
+                   f"{cal.options['prior_weight']} toward the starting values; a value whose "
+                   f"standard error exceeds {cal.options.get('weak_stderr', WEAK_RELATIVE_STDERR):g} "
+                   f"times it keeps its prior (weakly_informed)"),
         "bounds": "; ".join(f"{k} [{lo:g}, {hi:g}]" for k, (lo, hi, _) in BOUNDS.items()),
         "rows_usable": len(cal.rows),
         "not_fitted_too_few_rows": dict(cal.thin),
