@@ -56,7 +56,7 @@ def test_a_builds_values_win_at_every_level_and_the_rest_is_the_files(devices):
     assert E.resolve("vllm@0.6.2", mi300x).gqa_aware_attention is True
     # what the build does not state is the file's build's, calibration included
     stated = ("max_batch", "prefill_chunk", "chunked_prefill", "mixed_batching",
-              "gqa_aware_attention", "custom_allreduce_max_bytes")
+              "gqa_aware_attention", "custom_allreduce_max_bytes", "kv_efficiency")
     for dev in (a100, mi300x, h100):
         assert _same_numbers(E.resolve("vllm", dev), E.resolve("vllm@0.6.0", dev), stated) == []
     assert amd.bandwidth == E.resolve("vllm", mi300x).bandwidth < 0.9  # AMD's fitted factor

@@ -428,3 +428,25 @@ def test_dominance_check_sees_a_worse_resource():
     h100, h200 = pt.labels["hardware"].index("h100-sxm"), pt.labels["hardware"].index("h200-sxm")
     assert set(worse_fields(pt.tables, h100, h200)) == {"tier0_capacity", "tier0_bandwidth"}
     assert worse_fields(pt.tables, h200, h100) == []
+
+
+def test_a_slower_attention_kernel_never_makes_decode_faster():
+    """``kv_efficiency`` is the rate the decode attention kernel reads a 16-bit KV cache at,
+    relative to the weight stream (and the 8-bit cache's rate scales with it): lowering it
+    never shortens TPOT, and lengthens it where the KV cache is read in quantity; at 1 the
+    results are the file's (which leaves it out)."""
+    rows = pd.DataFrame([{"hardware": h, "model": "llama-3.1-8b", "precision": p,
+                          "parallelism": "tp1", "context": c, "output_len": 1024, "batch": b,
+                          "engine": "trtllm"}
+                         for h in ("h100-sxm", "b200") for p in ("fp8", "fp8-kv8", "bf16")
+                         for c in (128, 4096) for b in (1, 64, 256)])
+    base = evaluate(rows, calibration={})
+    tpot = {}
+    for x in (1.0, 0.8, 0.5):
+        out = evaluate(rows, calibration={"trtllm": {"defaults": {"kv_efficiency": x}}})
+        tpot[x] = out["tpot"].to_numpy()
+    np.testing.assert_array_equal(tpot[1.0], base["tpot"].to_numpy())
+    assert np.all(tpot[0.8] >= tpot[1.0] * (1 - RTOL))
+    assert np.all(tpot[0.5] >= tpot[0.8] * (1 - RTOL))
+    long_batched = (rows["context"].eq(4096) & rows["batch"].eq(256)).to_numpy()
+    assert np.all(tpot[0.5][long_batched] > tpot[1.0][long_batched] * 1.2)

@@ -128,8 +128,12 @@ PARAMS: dict[str, ParamSpec] = {
                                "the scheduler's token budget per iteration (decode and prompt "
                                "tokens) and a static prefill's chunk; 0 = the grid's workload "
                                "setting, inf = no limit", whole=True, allow_inf=True),
-    "kv8_efficiency": ParamSpec(**_FRACTION, meaning="factor on bandwidth when reading a KV cache "
-                                "narrower than 16 bit"),
+    "kv_efficiency": ParamSpec(**_FRACTION, meaning="factor on bandwidth when the decode "
+                               "attention kernel reads a 16-bit KV cache (the weights stream at "
+                               "bandwidth; the KV cache at bandwidth x kv_efficiency)",
+                               absent=1.0),
+    "kv8_efficiency": ParamSpec(**_FRACTION, meaning="factor on the 16-bit KV read rate when "
+                                "reading a KV cache narrower than 16 bit"),
     "weight_only_efficiency": ParamSpec(**_FRACTION, meaning="factor on the weight-read bandwidth "
                                         "and GEMM rate of weight-only quantised schemes"),
     "pads_heads": ParamSpec("bool", "bool", 0.0, 1.0, True, "runs a tensor-parallel degree that does "
@@ -174,6 +178,9 @@ SCALARS = tuple(k for k in PARAMS if k not in BY_DTYPE)
 BOOLS = tuple(k for k, v in PARAMS.items() if v.dimension == "bool")
 #: parameters a real engine's file may leave out, each then at its ``absent`` value (else its
 #: ideal value) because that is physically right: engines do not speculate unless configured to;
+#: a file without a sourced decode-attention kernel rate reads the KV cache at its bandwidth
+#: factor (``kv_efficiency`` 1: the attention kernel as good as the weight stream, the upper
+#: bound, stated as such in docs/engines.md);
 #: the attention kernels of current engine releases (FlashAttention, FlashInfer, TensorRT-LLM's
 #: XQA, vLLM's ROCm custom paged attention) serve a KV head's query group in one pass, so a file
 #: states ``gqa_aware_attention = false`` only for a build whose kernel does not; so do the FP8/FP4
@@ -183,7 +190,7 @@ BOOLS = tuple(k for k, v in PARAMS.items() if v.dimension == "bool")
 #: reduction does not use it; an engine chooses collectives by its own rules, not the fastest.
 #: Every other parameter must be in a real engine's [defaults].
 OPTIONAL = ("speculative_tokens", "speculative_acceptance", "speculative_draft_cost",
-            "gqa_aware_attention", "narrow_float_compute", "narrow_kv_cache",
+            "kv_efficiency", "gqa_aware_attention", "narrow_float_compute", "narrow_kv_cache",
             "in_switch_overhead", "custom_allreduce_max_bytes", "custom_allreduce_max_group",
             "custom_allreduce_overhead", "custom_allreduce_efficiency", "oneshot_max_bytes",
             "oneshot_max_bytes_large", "fastest_collective")
@@ -261,6 +268,7 @@ class EngineParams:
     memory_of_free: bool
     max_batch: float  # [1], inf = no cap
     prefill_chunk: float  # [token], 0 = workload setting, inf = no chunking
+    kv_efficiency: float  # [1]
     kv8_efficiency: float  # [1]
     weight_only_efficiency: float  # [1]
     pads_heads: bool

@@ -56,6 +56,8 @@ def _ideal(engine: Engine, device: Device, *, supported: bool, why: str, delegat
 _ABSENT_MEANS = {"in_switch_overhead": "the library does not reduce inside the switch (inf)",
                  "custom_allreduce_max_bytes": "no custom all-reduce (0 B)",
                  "fastest_collective": "the engine's own collective rules (0)",
+                 "kv_efficiency": "no sourced decode-attention kernel rate: the KV cache is "
+                                  "read at the engine's bandwidth factor (1, an upper bound)",
                  "gqa_aware_attention": "decode attention reads a KV head once for its query "
                                         "group, as current kernels do (FlashAttention, "
                                         "FlashInfer, XQA, ROCm custom paged attention)",

@@ -104,7 +104,9 @@ def precision_platform_values(dev: Device, eng: Any, p: Precision) -> dict[str, 
     out = {"peak": dev.peak_flops[dtype],
            "eff_prefill": achievable * eng.compute(dtype, "prefill") * w,
            "eff_decode": achievable * eng.compute(dtype, "decode") * w,
-           "kv_factor": eng.kv8_efficiency if p.kv_bits < 16 else 1.0,
+           # the decode attention kernel's KV read rate: the 16-bit one, times the narrow one's
+           # over it for an 8-bit cache (docs/model.md eq. (3b))
+           "kv_factor": eng.kv_efficiency * (eng.kv8_efficiency if p.kv_bits < 16 else 1.0),
            "weight_factor": w, "attn16_ratio_prefill": 1.0, "attn16_ratio_decode": 1.0}
     if p.attn_weight_bits > p.weight_bits:
         # the attention projections run as 16-bit GEMMs: the scheme's rate over that one
