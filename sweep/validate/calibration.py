@@ -368,8 +368,8 @@ def calibrate(df: pd.DataFrame, *, min_rows: int = DEFAULT_MIN_ROWS, loss: Loss 
     if not units:
         raise SpecError("calibrate: no engine has enough usable rows that name it "
                         f"(--min-rows {min_rows}); nothing to fit")
-    opts = {"loss": loss, "f_scale": f_scale, "prior_weight": prior_weight, "max_nfev": max_nfev,
-            "weak_stderr": weak_stderr}
+    opts: dict[str, Any] = {"loss": loss, "f_scale": f_scale, "prior_weight": prior_weight,
+                            "max_nfev": max_nfev, "weak_stderr": weak_stderr}
     for unit in sorted(units, key=lambda u: (u.engine, u.level != "defaults", u.key)):
         say(f"fitting {unit.name} on {len(unit.rows)} rows: {', '.join(unit.params)}")
         f = fit_within_bounds(ev, unit, overlay, say, floor_dtypes, **opts)
