@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from scripts.measurements.common import KV_NOT_STATED, Converted, head_padding_note, num, read_raw
-from scripts.measurements.trtllm_pages import FP4_KV8_MODELS, FP4_KV8_NOTE, MOE_NOTE, trtllm_rows
+from scripts.measurements.trtllm_pages import FP4_KV8_MODELS, FP4_KV8_NOTE, trtllm_rows
 
 KEY = "trtllm10"
 FILE = "trtllm_perf_overview_v1.0_throughput.csv"
@@ -41,6 +41,14 @@ PRECISIONS = {
     "FP8": ("fp8", f"FP8 -> fp8 (W8A8 FP8); {KV_NOT_STATED}"),
 }
 MOE = {"llama-4-scout", "llama-4-maverick", "qwen3-235b-a22b", "qwen3-30b-a3b"}
+#: the page's "For MoE models" command adds --ep $ep_size (its value not printed) and an
+#: llm_options.yml with enable_attention_dp: true; the rows keep the printed TP layout (see the note)
+MOE_V10_NOTE = (
+    "MoE model: the page ran MoE models with trtllm-bench --ep (size not printed) and "
+    "enable_attention_dp: true (attention data-parallel); layout assumes the printed tensor "
+    "parallelism with experts tensor-split (ep = 1): read as attention data-parallel with ep = tp "
+    "(tp1-ep<tp>) these rows fit worse (docs/validation.md, 'After the decode attention kernel's "
+    "KV read rate')")
 
 
 def convert(path: Path) -> Converted:
@@ -66,7 +74,7 @@ def convert(path: Path) -> Converted:
         if r["n_gpus"] and int(r["n_gpus"]) != devices:
             raise ValueError(f"{path.name} row {i}: n_gpus {r['n_gpus']} != tp*pp {devices}")
         if model in MOE and devices > 1:
-            notes.append(MOE_NOTE)
+            notes.append(MOE_V10_NOTE)
         notes += [
             head_padding_note(model, tp),
             "total output tokens/s of the whole group at maximum load; the engine chose the batch "
