@@ -401,15 +401,22 @@ def test_a_parameter_no_row_responds_to_is_not_written_as_fitted():
     assert 0 < fit.stderr["bandwidth"] < 1
 
 
-def _unit_fit(params: list[str], values: dict[str, float], stderr: dict[str, float]):
-    unit = C.Unit("vllm", "vendor", "NVIDIA", np.arange(3), list(params))
-    return C.UnitFit(unit=unit, start=dict.fromkeys(params, 0.9), values=dict(values),
-                     stderr=dict(stderr), at_bound=[], rows=3, before=0.3, after=0.2,
-                     male_before=0.3, male_after=0.2, success=True)
+def _unit_fit(unit, values: dict[str, float], stderr: dict[str, float],
+              at_bound: list[str] | None = None):
+    """A UnitFit of ``unit`` with these fitted values and standard errors (a stand-in for
+    :func:`fit_unit`'s result in the tests of the refit rules)."""
+    return C.UnitFit(unit=unit, start=dict.fromkeys(unit.params, 0.6), values=dict(values),
+                     stderr=dict(stderr), at_bound=list(at_bound or []), rows=10, before=0.4,
+                     after=0.2, male_before=0.5, male_after=0.3, success=True)
+
+
+def _vllm_nvidia(params: list[str]):
+    return C.Unit("vllm", "vendor", "NVIDIA", np.arange(3), list(params))
 
 
 def test_weakly_informed_is_a_standard_error_above_the_value():
-    f = _unit_fit(["bandwidth", "decode_compute.bf16", "request_overhead", "kv8_efficiency"],
+    f = _unit_fit(_vllm_nvidia(["bandwidth", "decode_compute.bf16", "request_overhead",
+                                "kv8_efficiency"]),
                   {"bandwidth": 0.8, "decode_compute.bf16": 0.69, "request_overhead": 8e-3,
                    "kv8_efficiency": 0.7},
                   {"bandwidth": 0.05, "decode_compute.bf16": 19.9, "request_overhead": 1.06,
@@ -426,12 +433,12 @@ def test_a_weakly_informed_parameter_keeps_its_prior_and_the_rest_is_refitted(mo
     def fake_fit(ev, unit, overlay, **opts):
         calls.append(list(unit.params))
         if len(calls) == 1:
-            return _unit_fit(unit.params, {"bandwidth": 0.8, "decode_compute.bf16": 0.69},
+            return _unit_fit(unit, {"bandwidth": 0.8, "decode_compute.bf16": 0.69},
                              {"bandwidth": 0.05, "decode_compute.bf16": 19.9})
-        return _unit_fit(unit.params, {"bandwidth": 0.82}, {"bandwidth": 0.04})
+        return _unit_fit(unit, {"bandwidth": 0.82}, {"bandwidth": 0.04})
 
     monkeypatch.setattr(C, "fit_unit", fake_fit)
-    unit = C.Unit("vllm", "vendor", "NVIDIA", np.arange(3), ["bandwidth", "decode_compute.bf16"])
+    unit = _vllm_nvidia(["bandwidth", "decode_compute.bf16"])
     f = C.fit_within_bounds(None, unit, {})
     assert calls == [["bandwidth", "decode_compute.bf16"], ["bandwidth"]]
     assert f.values == {"bandwidth": 0.82}
@@ -616,9 +623,7 @@ def test_a_parameter_that_reaches_a_bound_keeps_its_prior(monkeypatch):
         at = [p for p in unit.params if p == "bandwidth"
               or (p == "kv8_efficiency" and "bandwidth" in unit.params)]
         values = {p: (1.0 if p in at else 0.5) for p in unit.params}
-        return C.UnitFit(unit=unit, start=dict.fromkeys(unit.params, 0.6), values=values,
-                         stderr=dict.fromkeys(unit.params, 0.01), at_bound=at, rows=10,
-                         before=0.4, after=0.2, male_before=0.5, male_after=0.3, success=True)
+        return _unit_fit(unit, values, dict.fromkeys(unit.params, 0.01), at)
 
     monkeypatch.setattr(C, "fit_unit", fake_fit)
     unit = C.Unit("vllm", "defaults", "", np.arange(10),
