@@ -169,6 +169,7 @@ def test_publishers_and_engines_per_source():
         "trtllm017": {"NVIDIA"},
         "trtllm020": {"NVIDIA"},
         "neuron": {"AWS"},
+        "hfneuron": {"Hugging Face"},
         "splitwise": {"Microsoft"},
         "apexplus": {"Microsoft"},
         "rocmvllm": {"AMD"},
@@ -194,6 +195,25 @@ def test_publishers_and_engines_per_source():
                for r in split)
 
 
+def test_optimum_neuron_rows_take_the_compiled_shape():
+    """optimum-neuron compiles every model for 4,096 positions and, above batch 1, pads each
+    prompt to them and decodes over all of them: those rows fill 4,096 positions (TTFT: 4,095 +
+    1 generated; TPOT: 4,094 + 2, mean KV length 4,095); batch 1 keeps the printed prompt
+    (1,024 + 1 tokens) and its 255 generated tokens. All on 4 Inferentia2 chips (8 cores)."""
+    rows = [r for r in ROWS if r["id"].startswith("hfneuron-")]
+    assert len(rows) == 34 and all(r["usable"] == "yes" for r in rows)
+    assert {(r["hardware"], r["parallelism"], r["engine"], r["load"]) for r in rows} == {
+        ("inferentia2", "tp4", "neuron", "static")}
+    for r in rows:
+        ctx, out, batch = int(r["context"]), int(r["output_len"]), int(r["batch"])
+        if r["metric"] == "ttft":
+            assert (ctx, out) == (4095, 1) and batch >= 4, r["id"]
+        elif batch > 1:
+            assert (ctx, out) == (4094, 2), r["id"]
+        else:
+            assert (ctx, out) == (1025, 255), r["id"]
+
+
 # ------------------------------------------------------------------------------ counts
 
 
@@ -211,6 +231,7 @@ def test_per_source_row_counts():
         "trtllm090": 126,
         "trtllm10": 328,
         "neuron": 94,
+        "hfneuron": 34,
         "seed004": 57,
         "splitwise": 2280,
         "apexplus": 291,
@@ -230,6 +251,7 @@ def test_per_source_row_counts():
     one_each = (
         "trtllm090",
         "trtllm10",
+        "hfneuron",
         "seed004",
         "apexplus",
         "trtllm017",
