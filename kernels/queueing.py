@@ -27,6 +27,10 @@ COLLISION_RTOL = 1e-15
 COLLISION_MAX_STEPS = 200
 #: prompts per iteration above which their Poisson spread is ignored (relative sd < 10%)
 POISSON_FLUID = 100.0
+#: a cap this far above the Poisson mean (standard deviations, plus a constant) is never reached:
+#: its tail probability is below 1e-30 (Chernoff bound) for any mean up to POISSON_FLUID
+POISSON_CAP_SD = 12.0
+POISSON_CAP_ADD = 40.0
 
 
 @scalar_jit
@@ -39,6 +43,14 @@ def poisson_weights(lam, n_max, shift, anchor):
         m = min(lam + shift, n_max)
         return 0.0, 1.0, m - anchor
     p = math.exp(-lam)
+    if lam >= 0.0 and (shift == 0.0 or shift == 1.0) and \
+            n_max - shift >= lam + POISSON_CAP_SD * math.sqrt(lam) + POISSON_CAP_ADD:
+        # the cap is out of reach (P(N + shift >= n_max) < 1e-30): the sums in closed form,
+        # E[(N + shift - anchor) 1{N + shift >= 1}] = lam + shift - anchor, less P(N = 0)'s
+        # term (-anchor p) when shift = 0
+        if shift == 0.0:
+            return p, 1.0 - p, lam - anchor * (1.0 - p)
+        return 0.0, 1.0, lam + 1.0 - anchor
     w0 = p if shift <= 0.0 else 0.0
     w2 = 0.0
     cum = p

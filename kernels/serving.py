@@ -428,6 +428,9 @@ def continuous_point(geo, hw, md, px, pr, ly, batch, context, output_len, rate_m
         side = 0
         conc = hi
         st = top
+        f = f_hi
+        g_hi = math.ceil(hi / ep)
+        st_hi, kv_hi, act_hi = top, g_hi * kv_seq, act_fixed + g_hi * logit_seq
         for _ in range(RATE_ITERATIONS):
             conc = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
             g_all = math.ceil(conc / ep)
@@ -440,6 +443,7 @@ def continuous_point(geo, hw, md, px, pr, ly, batch, context, output_len, rate_m
                 break
             if f > 0.0:
                 hi, f_hi = conc, f
+                st_hi, kv_hi, act_hi = st, kv_dev, act_dev
                 if side == 1:
                     f_lo *= 0.5
                 side = 1
@@ -448,6 +452,12 @@ def continuous_point(geo, hw, md, px, pr, ly, batch, context, output_len, rate_m
                 if side == -1:
                     f_hi *= 0.5
                 side = -1
+        if f < -RATE_RTOL * rate:
+            # X(N) steps over the rate (a sequence more per rank, a tier more of memory): no N
+            # serves it exactly, and the bracket has closed on the step. A replica settles at
+            # the first N that serves it, the step's upper side, whichever side the last
+            # iterate fell on
+            conc, st, kv_dev, act_dev = hi, st_hi, kv_hi, act_hi
         if geo.dev_cap > 0.0:
             min_dev = math.ceil((replica_fix + conc * replica_seq) / geo.dev_cap)
     elif conc < batch < math.inf:  # requests beyond the maximum concurrency wait for a slot

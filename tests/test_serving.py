@@ -417,3 +417,24 @@ def test_a_rate_is_served_at_the_smallest_concurrency_that_reaches_it():
     ref = reference_point(hw, md, S.simple_px(1e15), rate, 10, 14, pr, ly, MODE_RATE)
     assert ref["concurrency"] == pytest.approx(got["concurrency"], rel=1e-6)
     assert ref["ttft"] == pytest.approx(got["ttft"], rel=1e-5)
+
+
+def test_a_rate_inside_a_jump_of_x_is_served_at_the_jump_s_upper_side():
+    """Section 13.4: where X(N) steps over the rate no concurrency serves it exactly and the
+    solver's bracket closes on the step; the point is then the state just above it, the first
+    N that serves the rate (it was the last iterate, either side: a 1e-16 change of an input
+    moved this point's TPOT by 3.5%). Found by ``benchmarks/check_identical.py``: vLLM on H100,
+    Llama-3.1-8B fp8 tp2 at 100 requests/s of 128 + 256 tokens steps at 643 requests in flight."""
+    row = {"hardware": "h100-sxm", "engine": "vllm", "model": "llama-3.1-8b", "precision": "fp8",
+           "parallelism": "tp2", "context": 128, "output_len": 256}
+    import sweep
+
+    rows = pd.DataFrame([{**row, "request_rate": r} for r in (100.0, 100.0 * (1 + 1e-12))])
+    out = sweep.evaluate(rows)
+    served = out["throughput"].to_numpy() / row["output_len"]
+    conc = out["concurrency"].to_numpy()
+    # a jump: the concurrency is the step's, and what it serves is above the rate, not on it
+    assert conc[0] == pytest.approx(643.0, rel=1e-6)
+    assert served[0] > 100.0 * (1 + 1e-3)
+    # both sides of a negligible change of the rate land on the same (upper) side
+    np.testing.assert_array_equal(out["tpot"].to_numpy()[0], out["tpot"].to_numpy()[1])
