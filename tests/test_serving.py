@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+import sweep
 from kernels.params import (
     HW_FIELDS,
     LAYOUT_FIELDS,
@@ -419,22 +420,20 @@ def test_a_rate_is_served_at_the_smallest_concurrency_that_reaches_it():
     assert ref["ttft"] == pytest.approx(got["ttft"], rel=1e-5)
 
 
-def test_a_rate_inside_a_jump_of_x_is_served_at_the_jump_s_upper_side():
-    """Section 13.4: where X(N) steps over the rate no concurrency serves it exactly and the
-    solver's bracket closes on the step; the point is then the state just above it, the first
-    N that serves the rate (it was the last iterate, either side: a 1e-16 change of an input
-    moved this point's TPOT by 3.5%). Found by ``benchmarks/check_identical.py``: vLLM on H100,
-    Llama-3.1-8B fp8 tp2 at 100 requests/s of 128 + 256 tokens steps at 643 requests in flight."""
+def test_a_rate_is_served_by_the_state_reported_even_inside_a_jump_of_x():
+    """Section 13.4: the state reported at a request rate serves it, X(N) >= rate. Where X(N)
+    steps over the rate no concurrency serves it exactly and the solver's bracket closes on the
+    step; the point is then the state just above it, the first N that serves the rate. It was the
+    last iterate, on either side: found by ``benchmarks/check_identical.py`` at vLLM on H100,
+    Llama-3.1-8B fp8 tp2, 100 requests/s of 128 + 256 tokens (a step at 643 requests in flight),
+    where a 2e-16 change of a weight moved TPOT by 3.5% and the state served 98.6 requests/s."""
     row = {"hardware": "h100-sxm", "engine": "vllm", "model": "llama-3.1-8b", "precision": "fp8",
            "parallelism": "tp2", "context": 128, "output_len": 256}
-    import sweep
-
-    rows = pd.DataFrame([{**row, "request_rate": r} for r in (100.0, 100.0 * (1 + 1e-12))])
-    out = sweep.evaluate(rows)
+    rates = [10.0, 30.0, 99.9, 100.0, 100.0 * (1 + 1e-12), 100.1]
+    out = sweep.evaluate(pd.DataFrame([{**row, "request_rate": r} for r in rates]))
+    assert out["fits"].eq(1).all()
     served = out["throughput"].to_numpy() / row["output_len"]
-    conc = out["concurrency"].to_numpy()
-    # a jump: the concurrency is the step's, and what it serves is above the rate, not on it
-    assert conc[0] == pytest.approx(643.0, rel=1e-6)
-    assert served[0] > 100.0 * (1 + 1e-3)
-    # both sides of a negligible change of the rate land on the same (upper) side
-    np.testing.assert_array_equal(out["tpot"].to_numpy()[0], out["tpot"].to_numpy()[1])
+    assert np.all(served >= np.array(rates) * (1 - 1e-6)), served
+    # a negligible change of the rate lands on the same side of a step
+    tpot = out["tpot"].to_numpy()
+    assert tpot[3] == tpot[4]
