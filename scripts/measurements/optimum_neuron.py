@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from scripts.measurements.common import KV_NOT_STATED, Converted, ms, num, read_raw
-from scripts.measurements.neuron import model_of
+from scripts.measurements.neuron import HARDWARE, model_of
 from scripts.measurements.row_builder import RowBuilder
 
 KEY = "hfneuron"
@@ -47,8 +47,9 @@ ROWS = RowBuilder(
     },
 )
 
-#: NeuronCores per Inferentia2 chip (the catalog's device)
-CORES_PER_CHIP = 2
+#: the catalog's device and NeuronCores per chip of the instance (the AWS rows' table; their
+#: instance type is printed 'Inf2.48xlarge', this source's 'inf2.48xlarge')
+DEVICE, CORES_PER_CHIP, _ = HARDWARE["Inf2.48xlarge"]
 #: the compiled positions of every benchmark model (``sequence_length``)
 COMPILED = 4096
 MODELS = {"Llama-2-7B": "llama-2-7b", "Llama-3-8B": "llama-3-8b", "Llama-2-13B": "llama-2-13b"}
@@ -92,7 +93,7 @@ def convert(path: Path) -> Converted:
             model, m_note = model_of(r["model_id"].split("/")[-1], context + olen)
         point = ROWS.point(
             r,
-            hardware="inferentia2",
+            hardware=DEVICE,
             tp=chips,
             model=model,
             precision="bf16",
